@@ -1,0 +1,265 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// SizeSchemaMaximum is the hard cap on spec.size that the CRD schema enforces
+// whatever the operator's --max-size policy says; the policy can only be lower.
+const SizeSchemaMaximum = 1000
+
+// AntiAffinityPreset spreads memcached pods over nodes without writing an
+// affinity stanza by hand.
+// +kubebuilder:validation:Enum=soft;hard
+type AntiAffinityPreset string
+
+const (
+	// AntiAffinitySoft prefers one pod per node but still schedules when nodes run out.
+	AntiAffinitySoft AntiAffinityPreset = "soft"
+	// AntiAffinityHard requires one pod per node; extra pods stay Pending.
+	AntiAffinityHard AntiAffinityPreset = "hard"
+)
+
+// MemcachedSpec is the desired state of a memcached fleet.
+// +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || !has(self.podDisruptionBudget.maxUnavailable)",message="podDisruptionBudget: set minAvailable or maxUnavailable, not both"
+type MemcachedSpec struct {
+	// size is the number of memcached pods. The schema caps it at 1000; the
+	// operator's --max-size policy, enforced by its admission webhook for
+	// apply, patch and the scale subresource alike, may set a lower bound.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
+	// +optional
+	Size *int32 `json:"size,omitempty"`
+
+	// image is the memcached container image. Defaults to the operator's
+	// --default-image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Image *string `json:"image,omitempty"`
+
+	// imagePullPolicy is the pull policy of the memcached container.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +optional
+	ImagePullPolicy *corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// imagePullSecrets are the secrets used to pull image.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// port is the TCP port memcached listens on and the headless Service
+	// exposes. Immutable: every client is configured with it, so a new port
+	// means a new Memcached resource.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=11211
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// memoryLimitMB is the item memory memcached may use, in megabytes (-m).
+	// Defaults to 90% of resources.limits.memory when that is set, else 64.
+	// +kubebuilder:validation:Minimum=8
+	// +kubebuilder:validation:Maximum=1048576
+	// +optional
+	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
+
+	// maxConnections is the maximum number of simultaneous connections (-c).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+
+	// threads is the number of worker threads (-t).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	// +optional
+	Threads *int32 `json:"threads,omitempty"`
+
+	// maxItemSize is the largest item memcached stores (-I), in memcached's
+	// notation: bytes, or a number followed by k or m, between 1k and 1024m.
+	// +kubebuilder:validation:Pattern=`^[0-9]+[kKmM]?$`
+	// +optional
+	MaxItemSize *string `json:"maxItemSize,omitempty"`
+
+	// verbosity is memcached's log verbosity: 0 quiet, 1 errors and warnings
+	// (-v), 2 also client commands (-vv).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2
+	// +optional
+	Verbosity *int32 `json:"verbosity,omitempty"`
+
+	// extraArgs are appended to memcached's command line after the options the
+	// fields above set. Options those fields own (-p, -m, -c, -t, -I, -v) are
+	// rejected here: set the field instead.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	ExtraArgs []string `json:"extraArgs,omitempty"`
+
+	// resources are the memcached container's compute resources. Without a
+	// memory limit a pod can grow until the node evicts it; the webhook warns.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// nodeSelector constrains memcached pods to nodes with these labels.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations let memcached pods run on tainted nodes.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity is the pods' full affinity. When it sets podAntiAffinity,
+	// antiAffinityPreset is ignored.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// antiAffinityPreset spreads pods across nodes (kubernetes.io/hostname):
+	// "soft" prefers it, "hard" requires it. Unset means no preset.
+	// +optional
+	AntiAffinityPreset *AntiAffinityPreset `json:"antiAffinityPreset,omitempty"`
+
+	// topologySpreadConstraints are the pods' topology spread constraints. A
+	// constraint without a labelSelector gets one that selects this fleet.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// podDisruptionBudget shapes the PodDisruptionBudget that keeps voluntary
+	// evictions (node drains) from emptying the cache at once. Enabled by
+	// default when size > 1, with maxUnavailable 1.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+
+	// podLabels are added to the pods' labels; they cannot override the
+	// labels the operator selects pods by.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+
+	// podAnnotations are added to the pods' annotations.
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// priorityClassName is the pods' PriorityClass.
+	// +optional
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+}
+
+// PodDisruptionBudgetSpec configures the fleet's PodDisruptionBudget.
+type PodDisruptionBudgetSpec struct {
+	// enabled turns the PodDisruptionBudget on or off. Defaults to true when
+	// size > 1: a budget over a single pod would block every node drain.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// minAvailable is the number or percentage of pods that must stay up.
+	// +optional
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+
+	// maxUnavailable is the number or percentage of pods that may be down.
+	// Defaults to 1 when minAvailable is unset.
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// MemcachedStatus is the observed state of a memcached fleet.
+type MemcachedStatus struct {
+	// nodes are the names of the fleet's pods, sorted so that the list only
+	// changes when the pods do.
+	// +listType=atomic
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// replicas is the number of pods the Deployment runs (the scale
+	// subresource's status.replicas).
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// readyReplicas is the number of pods ready to serve.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// selector is the label selector of the fleet's pods, in string form, for
+	// the scale subresource (kubectl scale, HorizontalPodAutoscaler).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Available, Progressing and Degraded, each with the
+	// generation it was computed for.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Condition types of a Memcached.
+const (
+	// ConditionAvailable is True when every desired pod of the current spec is ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while a rollout or scale is under way.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the operator cannot make the fleet match its spec.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of a Memcached.
+const (
+	// ReasonAllReplicasReady: every desired pod is ready and up to date.
+	ReasonAllReplicasReady = "AllReplicasReady"
+	// ReasonReplicasNotReady: fewer pods are ready than desired.
+	ReasonReplicasNotReady = "ReplicasNotReady"
+	// ReasonScaledToZero: size is 0, so there is nothing to serve.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonRollingOut: the Deployment is replacing or adding pods.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutComplete: the Deployment has caught up with the spec.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonReconcileFailed: applying an owned object failed.
+	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonRolloutStuck: the Deployment exceeded its progress deadline.
+	ReasonRolloutStuck = "ProgressDeadlineExceeded"
+	// ReasonReconciled: the operator applied every owned object.
+	ReasonReconciled = "Reconciled"
+)
+
+// Memcached is a fleet of memcached pods behind a headless Service.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=mc,categories=all
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Memcached struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the fleet.
+	// +optional
+	Spec MemcachedSpec `json:"spec,omitempty"`
+
+	// status is the observed state of the fleet, written by the operator.
+	// +optional
+	Status MemcachedStatus `json:"status,omitempty"`
+}
+
+// MemcachedList is a list of Memcached.
+// +kubebuilder:object:root=true
+type MemcachedList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Memcached `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Memcached{}, &MemcachedList{})
+}
