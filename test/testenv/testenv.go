@@ -1,0 +1,79 @@
+// Package testenv starts the envtest tier's control plane — a real etcd and
+// kube-apiserver built from source by `make envtest` — with the chart's CRD
+// installed, so that every suite tests the CRD users get.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options adds to the environment every suite shares.
+type Options struct {
+	// Webhooks, when set, makes envtest serve these webhook configurations
+	// over real TLS to a local webhook server.
+	Webhooks *envtest.WebhookInstallOptions
+	// CertManagerCRDs also installs cert-manager's CRDs, from the cert-manager
+	// Go module this repository requires.
+	CertManagerCRDs bool
+}
+
+// RepoRoot is the repository's top folder, found from this source file so that
+// tests in any package agree on it.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ChartDir is the operator chart's folder.
+func ChartDir() string { return filepath.Join(RepoRoot(), "charts", "memcached-operator") }
+
+// New returns an environment with the chart's CRDs; Start it in BeforeSuite.
+// It fails early, with the command that fixes it, when the binaries are missing.
+func New(opts Options) (*envtest.Environment, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds etcd and kube-apiserver once from the module proxy")
+	}
+	paths := []string{filepath.Join(ChartDir(), "crds")}
+	if opts.CertManagerCRDs {
+		dir, err := ModuleDir("github.com/cert-manager/cert-manager")
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, filepath.Join(dir, "deploy", "crds"))
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     paths,
+		ErrorIfCRDPathMissing: true,
+	}
+	if opts.Webhooks != nil {
+		env.WebhookInstallOptions = *opts.Webhooks
+	}
+	return env, nil
+}
+
+// ModuleDir is where the Go module cache holds the version of module that
+// go.mod requires.
+func ModuleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		// Listed but not downloaded yet.
+		if err := exec.Command("go", "mod", "download", module).Run(); err != nil {
+			return "", fmt.Errorf("downloading module %s: %w", module, err)
+		}
+		return ModuleDir(module)
+	}
+	return dir, nil
+}
