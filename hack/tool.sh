@@ -8,6 +8,8 @@
 #
 # Names: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
 #        kubelet kube-proxy controller-gen golangci-lint helm helm-docs
+#        containerd ctr containerd-shim-runc-v2 coredns
+#        cert-manager-controller cert-manager-webhook cert-manager-cainjector
 #        envtest (a folder with etcd, kube-apiserver and kubectl, for KUBEBUILDER_ASSETS)
 set -euo pipefail
 
@@ -54,11 +56,19 @@ k8s_ldflags() {
 }
 
 go_k8s() { (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$OUT" "k8s.io/kubernetes/cmd/$1"); }
+go_coredns() { (cd "$HERE/build/coredns" && go build -ldflags "-s -w" -o "$OUT" ./cmd/coredns); }
+# cert-manager's mains live in modules the proxy cannot serve; hack/build/cert-manager
+# has small mains over the cert-manager module's packages (no Venafi issuer).
+go_cert_manager() {
+  (cd "$HERE/build/cert-manager" && go build \
+    -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION -X github.com/cert-manager/cert-manager/pkg/util.AppGitCommit=release" \
+    -o "$OUT" "./cmd/$1")
+}
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
   tmp=$(mktemp -d "$STORE/.gobin.XXXXXX")
-  GOBIN=$tmp go install -ldflags "-s -w $ldflags" "$pkg"
+  GOBIN=$tmp go install ${TAGS:+-tags "$TAGS"} -ldflags "-s -w $ldflags" "$pkg"
   mv -f "$tmp"/* "$OUT"
   rmdir "$tmp"
 }
@@ -81,6 +91,16 @@ path_of() {
       # Without the Kubernetes version stamped in, offline rendering assumes 1.20.
       build "$name" "$d" go_install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
         "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    containerd|ctr|containerd-shim-runc-v2)
+      # btrfs support needs cgo; everything else builds static.
+      local d="$STORE/containerd/$CONTAINERD_VERSION/$name"
+      TAGS=no_btrfs build "$name" "$d" go_install "github.com/containerd/containerd/v2/cmd/$name@$CONTAINERD_VERSION" \
+        "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
+    coredns)
+      local d="$STORE/coredns/$COREDNS_VERSION/coredns"; build coredns "$d" go_coredns ;;
+    cert-manager-controller|cert-manager-webhook|cert-manager-cainjector)
+      local d="$STORE/cert-manager/$CERT_MANAGER_VERSION/${name#cert-manager-}"
+      build "$name" "$d" go_cert_manager "${name#cert-manager-}" ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

@@ -177,8 +177,8 @@ webhookCommon are the settings every webhook of the chart shares.
 namespaceSelector: in namespace-scoped mode only the watched namespaces are
 admitted, so one install never judges another tenant's Memcacheds; the
 release namespace (unless watched) and webhook.excludeNamespaces are always
-left out, so a down operator can never block its own namespace or the
-cluster's system namespaces.
+left out (see excludedNamespaces), so a down operator can never block its own
+namespace or the cluster's system namespaces.
 */}}
 {{- define "memcached-operator.webhookCommon" -}}
 {{- $v := .Values.webhook -}}
@@ -209,11 +209,14 @@ namespaceSelector:
 {{- end -}}
 
 {{/*
-excludedNamespaces are the namespaces the webhooks never see.
+excludedNamespaces are the namespaces the webhooks never see. The release
+namespace is one unless Memcacheds are meant to live there: when it is watched,
+or when it is `default`, where a quick-start `helm install` puts the operator
+next to the users' own workloads.
 */}}
 {{- define "memcached-operator.excludedNamespaces" -}}
 {{- $ex := .Values.webhook.excludeNamespaces | default list -}}
-{{- if not (has .Release.Namespace .Values.watchNamespaces) -}}
+{{- if and .Values.webhook.excludeReleaseNamespace (ne .Release.Namespace "default") (not (has .Release.Namespace .Values.watchNamespaces)) -}}
 {{- $ex = prepend $ex .Release.Namespace -}}
 {{- end -}}
 {{- $ex | uniq | toJson -}}

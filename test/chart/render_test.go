@@ -1,0 +1,667 @@
+package chart_test
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/test/chartrender"
+)
+
+const (
+	release   = "memcached-operator"
+	namespace = "memcached-operator-system"
+	fullname  = "memcached-operator"
+)
+
+// valuesSet is one ci/*-values.yaml file, the modes the chart is linted and
+// tested in.
+func valuesSet(t *testing.T, name string) map[string]any {
+	t.Helper()
+	vals, err := chartutil.ReadValuesFile(filepath.Join(chartrender.ChartDir(), "ci", name+"-values.yaml"))
+	if err != nil {
+		t.Fatalf("reading values set %s: %v", name, err)
+	}
+	return vals.AsMap()
+}
+
+// rendered indexes a render by kind and namespace/name.
+type rendered []*unstructured.Unstructured
+
+func render(t *testing.T, vals map[string]any) rendered {
+	t.Helper()
+	objs, err := chartrender.Render(release, namespace, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return objs
+}
+
+func (r rendered) find(kind, ns, name string) *unstructured.Unstructured {
+	for _, o := range r {
+		if o.GetKind() == kind && o.GetNamespace() == ns && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func (r rendered) kinds() map[string]int {
+	out := map[string]int{}
+	for _, o := range r {
+		out[o.GetKind()]++
+	}
+	return out
+}
+
+// get converts the object kind/ns/name to a typed object, failing the test
+// when it is missing.
+func get[T any](t *testing.T, r rendered, kind, ns, name string) *T {
+	t.Helper()
+	u := r.find(kind, ns, name)
+	if u == nil {
+		t.Fatalf("%s %s/%s not rendered", kind, ns, name)
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s/%s does not convert to its type: %v", kind, ns, name, err)
+	}
+	return out
+}
+
+func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartrender.ChartDir(), "generated", "role.yaml"))
+	if err != nil {
+		t.Fatalf("reading generated role (run make manifests): %v", err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	return role.Rules
+}
+
+func operatorContainer(t *testing.T, r rendered) corev1.Container {
+	t.Helper()
+	dep := get[appsv1.Deployment](t, r, "Deployment", namespace, fullname)
+	if len(dep.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(dep.Spec.Template.Spec.Containers))
+	}
+	return dep.Spec.Template.Spec.Containers[0]
+}
+
+var allSets = []string{"default", "namespace-scoped", "no-cert-manager", "ha"}
+
+// TestEveryValuesSet holds what every mode must render the same way.
+func TestEveryValuesSet(t *testing.T) {
+	for _, set := range allSets {
+		t.Run(set, func(t *testing.T) {
+			g := NewWithT(t)
+			r := render(t, valuesSet(t, set))
+
+			for _, o := range r {
+				g.Expect(o.GetName()).To(HavePrefix(fullname), "%s %s is not named from fullname", o.GetKind(), o.GetName())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/name", "memcached-operator"), o.GetKind())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", release), o.GetKind())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"), o.GetKind())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("helm.sh/chart", "memcached-operator-0.1.0"), o.GetKind())
+				g.Expect(o.GetLabels()).To(HaveKey("app.kubernetes.io/component"), o.GetKind())
+			}
+
+			dep := get[appsv1.Deployment](t, r, "Deployment", namespace, fullname)
+			selector := map[string]string{
+				"app.kubernetes.io/name":      "memcached-operator",
+				"app.kubernetes.io/instance":  release,
+				"app.kubernetes.io/component": "operator",
+			}
+			g.Expect(dep.Spec.Selector.MatchLabels).To(Equal(selector), "selectors use only name/instance/component")
+			for _, svc := range []string{fullname + "-webhook", fullname + "-metrics"} {
+				g.Expect(get[corev1.Service](t, r, "Service", namespace, svc).Spec.Selector).To(Equal(selector), svc)
+			}
+
+			pod := dep.Spec.Template.Spec
+			g.Expect(pod.ServiceAccountName).To(Equal(fullname))
+			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+			c := pod.Containers[0]
+			g.Expect(c.Image).To(Equal("example.com/memcached-operator:0.1.0"))
+			g.Expect(c.Command).To(Equal([]string{"/memcached-operator"}))
+			g.Expect(*c.SecurityContext.RunAsUser).To(BeEquivalentTo(65532))
+			g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+			g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+			g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+			g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+			g.Expect(c.Args).To(ContainElements(
+				"--metrics-bind-address=:8443",
+				"--health-probe-bind-address=:8081",
+				"--leader-elect=true",
+				"--leader-election-namespace="+namespace,
+				"--max-concurrent-reconciles=1",
+				"--webhook-port=9443",
+				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs",
+				"--max-size=100",
+				"--default-image=memcached:1.6",
+				"--enable-http2=false",
+				"--zap-log-level=info",
+				"--zap-encoder=json",
+			))
+
+			// The webhook certificate's Secret is where --webhook-cert-dir reads it.
+			g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{
+				Name: "webhook-certs", MountPath: "/tmp/k8s-webhook-server/serving-certs", ReadOnly: true,
+			}))
+			g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", fullname+"-webhook-tls")))
+
+			checkWebhooks(t, r)
+			checkLeaderElectionAndMetricsRBAC(t, r)
+
+			// helm test: a hook pod running the check binary from the operator image.
+			check := get[corev1.Pod](t, r, "Pod", namespace, fullname+"-test-check")
+			g.Expect(check.Annotations).To(HaveKeyWithValue("helm.sh/hook", "test"))
+			g.Expect(check.Annotations).To(HaveKeyWithValue("helm.sh/hook-delete-policy", "before-hook-creation"))
+			g.Expect(check.Spec.Containers[0].Image).To(Equal(c.Image))
+			g.Expect(check.Spec.Containers[0].Command).To(Equal([]string{"/memcached-operator-check"}))
+			g.Expect(check.Spec.ServiceAccountName).To(Equal(fullname + "-test"))
+		})
+	}
+}
+
+func checkWebhooks(t *testing.T, r rendered) {
+	t.Helper()
+	g := NewWithT(t)
+	mwc := get[admissionregistrationv1.MutatingWebhookConfiguration](t, r, "MutatingWebhookConfiguration", "", fullname)
+	vwc := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration", "", fullname)
+	g.Expect(mwc.Webhooks).To(HaveLen(1))
+	g.Expect(vwc.Webhooks).To(HaveLen(2))
+
+	type hook struct {
+		path     string
+		cfg      admissionregistrationv1.WebhookClientConfig
+		rules    []admissionregistrationv1.RuleWithOperations
+		common   admissionregistrationv1.ValidatingWebhook
+		resource string
+	}
+	m := mwc.Webhooks[0]
+	hooks := []hook{{
+		path: "/mutate-cache-example-com-v1alpha1-memcached", cfg: m.ClientConfig, rules: m.Rules, resource: "memcacheds",
+		common: admissionregistrationv1.ValidatingWebhook{
+			FailurePolicy: m.FailurePolicy, TimeoutSeconds: m.TimeoutSeconds, SideEffects: m.SideEffects,
+			MatchPolicy: m.MatchPolicy, AdmissionReviewVersions: m.AdmissionReviewVersions, NamespaceSelector: m.NamespaceSelector,
+		},
+	}}
+	for i, path := range []string{"/validate-cache-example-com-v1alpha1-memcached", "/validate-cache-example-com-v1alpha1-memcached-scale"} {
+		v := vwc.Webhooks[i]
+		hooks = append(hooks, hook{path: path, cfg: v.ClientConfig, rules: v.Rules, common: v, resource: map[int]string{0: "memcacheds", 1: "memcacheds/scale"}[i]})
+	}
+	for _, h := range hooks {
+		g.Expect(h.cfg.Service.Name).To(Equal(fullname + "-webhook"))
+		g.Expect(h.cfg.Service.Namespace).To(Equal(namespace))
+		g.Expect(*h.cfg.Service.Path).To(Equal(h.path))
+		g.Expect(*h.cfg.Service.Port).To(BeEquivalentTo(443))
+		g.Expect(h.rules).To(HaveLen(1))
+		g.Expect(h.rules[0].Resources).To(Equal([]string{h.resource}))
+		g.Expect(h.rules[0].APIGroups).To(Equal([]string{"cache.example.com"}))
+		g.Expect(*h.common.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		g.Expect(*h.common.TimeoutSeconds).To(BeEquivalentTo(10))
+		g.Expect(*h.common.SideEffects).To(Equal(admissionregistrationv1.SideEffectClassNone))
+		g.Expect(*h.common.MatchPolicy).To(Equal(admissionregistrationv1.Equivalent))
+		g.Expect(h.common.AdmissionReviewVersions).To(Equal([]string{"v1"}))
+		g.Expect(h.common.NamespaceSelector.MatchExpressions).To(ContainElement(HaveField("Values", ConsistOf(namespace, "kube-system"))),
+			"the operator's namespace and kube-system are never sent to the webhooks")
+	}
+	g.Expect(vwc.Webhooks[1].Rules[0].Operations).To(ConsistOf(admissionregistrationv1.Update))
+}
+
+func checkLeaderElectionAndMetricsRBAC(t *testing.T, r rendered) {
+	t.Helper()
+	g := NewWithT(t)
+	le := get[rbacv1.Role](t, r, "Role", namespace, fullname+"-leader-election")
+	g.Expect(le.Rules).To(ContainElement(And(
+		HaveField("APIGroups", ConsistOf("coordination.k8s.io")),
+		HaveField("Resources", ConsistOf("leases")),
+		HaveField("Verbs", ContainElements("get", "create", "update")),
+	)))
+	leb := get[rbacv1.RoleBinding](t, r, "RoleBinding", namespace, fullname+"-leader-election")
+	g.Expect(leb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+
+	auth := get[rbacv1.ClusterRole](t, r, "ClusterRole", "", fullname+"-metrics-auth")
+	g.Expect(auth.Rules).To(ConsistOf(
+		HaveField("Resources", ConsistOf("tokenreviews")),
+		HaveField("Resources", ConsistOf("subjectaccessreviews")),
+	))
+	authb := get[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", fullname+"-metrics-auth")
+	g.Expect(authb.RoleRef.Name).To(Equal(fullname + "-metrics-auth"))
+	g.Expect(authb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+}
+
+func TestDefaultValues(t *testing.T) {
+	g := NewWithT(t)
+	r := render(t, valuesSet(t, "default"))
+
+	role := get[rbacv1.ClusterRole](t, r, "ClusterRole", "", fullname)
+	g.Expect(role.Rules).To(Equal(generatedRules(t)), "the operator's rules are the kubebuilder markers'")
+	crb := get[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", fullname)
+	g.Expect(crb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname}))
+	g.Expect(r.kinds()).NotTo(HaveKey("PodDisruptionBudget"), "a budget over one pod would block every drain")
+	g.Expect(r.kinds()).NotTo(HaveKey("Secret"), "cert-manager writes the certificate Secret")
+	g.Expect(r.kinds()).NotTo(HaveKey("NetworkPolicy"))
+	g.Expect(r.kinds()).NotTo(HaveKey("ServiceMonitor"))
+	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--watch-namespaces")))
+
+	// The CA chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
+	selfSigned := r.find("Issuer", namespace, fullname+"-selfsigned")
+	g.Expect(selfSigned).NotTo(BeNil())
+	g.Expect(selfSigned.Object).To(HaveKeyWithValue("spec", HaveKey("selfSigned")))
+	ca := r.find("Certificate", namespace, fullname+"-ca")
+	g.Expect(ca).NotTo(BeNil())
+	g.Expect(field(ca.Object, "spec", "isCA")).To(BeTrue())
+	g.Expect(field(ca.Object, "spec", "issuerRef", "name")).To(Equal(fullname + "-selfsigned"))
+	caIssuer := r.find("Issuer", namespace, fullname+"-ca")
+	g.Expect(caIssuer).NotTo(BeNil())
+	g.Expect(field(caIssuer.Object, "spec", "ca", "secretName")).To(Equal(fullname + "-ca"))
+	serving := r.find("Certificate", namespace, fullname+"-webhook")
+	g.Expect(serving).NotTo(BeNil())
+	g.Expect(field(serving.Object, "spec", "issuerRef", "name")).To(Equal(fullname + "-ca"))
+	g.Expect(field(serving.Object, "spec", "secretName")).To(Equal(fullname + "-webhook-tls"))
+	g.Expect(field(serving.Object, "spec", "dnsNames")).To(ConsistOf(
+		fullname+"-webhook",
+		fullname+"-webhook."+namespace,
+		fullname+"-webhook."+namespace+".svc",
+		fullname+"-webhook."+namespace+".svc.cluster.local",
+	))
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		wh := r.find(kind, "", fullname)
+		g.Expect(wh.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+fullname+"-webhook"), kind)
+		hooks, _, _ := unstructured.NestedSlice(wh.Object, "webhooks")
+		for _, h := range hooks {
+			g.Expect(h).NotTo(HaveKeyWithValue("clientConfig", HaveKey("caBundle")), "cainjector owns the caBundle")
+		}
+	}
+
+	// Aggregated roles let namespace admins and editors manage Memcacheds.
+	admin := get[rbacv1.ClusterRole](t, r, "ClusterRole", "", fullname+"-admin")
+	g.Expect(admin.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-admin", "true"))
+	g.Expect(admin.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-edit", "true"))
+	view := get[rbacv1.ClusterRole](t, r, "ClusterRole", "", fullname+"-view")
+	g.Expect(view.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
+	for _, rule := range view.Rules {
+		g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch"))
+	}
+
+	// The test hook's RBAC is only what the check does.
+	testRole := get[rbacv1.Role](t, r, "Role", "default", fullname+"-test")
+	g.Expect(testRole.Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{"cache.example.com"}, Resources: []string{"memcacheds"}, Verbs: []string{"create"},
+	}))
+	check := get[corev1.Pod](t, r, "Pod", namespace, fullname+"-test-check")
+	g.Expect(check.Spec.Containers[0].Args).To(ContainElements("--namespace=default", "--memcached=false", "--max-size=100"))
+}
+
+func TestNamespaceScopedValues(t *testing.T) {
+	g := NewWithT(t)
+	r := render(t, valuesSet(t, "namespace-scoped"))
+	watched := []string{"team-a", "team-b"}
+
+	g.Expect(r.find("ClusterRole", "", fullname)).To(BeNil(), "no cluster-wide access to Memcacheds or workloads")
+	g.Expect(r.find("ClusterRoleBinding", "", fullname)).To(BeNil())
+	g.Expect(r.find("ClusterRole", "", fullname+"-admin")).To(BeNil(), "aggregateClusterRoles=false")
+	for _, ns := range watched {
+		role := get[rbacv1.Role](t, r, "Role", ns, fullname)
+		g.Expect(role.Rules).To(Equal(generatedRules(t)))
+		rb := get[rbacv1.RoleBinding](t, r, "RoleBinding", ns, fullname)
+		g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: fullname}))
+		g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+	}
+	g.Expect(operatorContainer(t, r).Args).To(ContainElement("--watch-namespaces=team-a,team-b"))
+
+	vwc := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration", "", fullname)
+	for _, h := range vwc.Webhooks {
+		g.Expect(h.NamespaceSelector.MatchExpressions).To(ContainElement(And(
+			HaveField("Operator", BeEquivalentTo("In")),
+			HaveField("Values", Equal(watched)),
+		)), "one tenant's operator never judges another's Memcacheds")
+	}
+	g.Expect(r.find("Role", "team-a", fullname+"-test")).NotTo(BeNil(), "helm test runs in the first watched namespace")
+}
+
+func TestNoCertManagerValues(t *testing.T) {
+	g := NewWithT(t)
+	r := render(t, valuesSet(t, "no-cert-manager"))
+
+	for _, kind := range []string{"Issuer", "Certificate"} {
+		g.Expect(r.kinds()).NotTo(HaveKey(kind))
+	}
+	secret := get[corev1.Secret](t, r, "Secret", namespace, fullname+"-webhook-tls")
+	g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+	caPEM := secret.Data["ca.crt"]
+	g.Expect(caPEM).NotTo(BeEmpty())
+
+	// The caBundle of every webhook is the CA that signed the served certificate.
+	mwc := get[admissionregistrationv1.MutatingWebhookConfiguration](t, r, "MutatingWebhookConfiguration", "", fullname)
+	vwc := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration", "", fullname)
+	g.Expect(mwc.Annotations).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
+	bundles := [][]byte{mwc.Webhooks[0].ClientConfig.CABundle}
+	for _, h := range vwc.Webhooks {
+		bundles = append(bundles, h.ClientConfig.CABundle)
+	}
+	for _, b := range bundles {
+		g.Expect(b).To(Equal(caPEM), "webhook configurations and Secret rendered from one CA")
+	}
+
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue())
+	block, _ := pem.Decode(secret.Data["tls.crt"])
+	g.Expect(block).NotTo(BeNil())
+	cert, err := x509.ParseCertificate(block.Bytes)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, name := range []string{fullname + "-webhook." + namespace + ".svc", fullname + "-webhook." + namespace + ".svc.cluster.local"} {
+		_, err = cert.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		g.Expect(err).NotTo(HaveOccurred(), name)
+	}
+	keyBlock, _ := pem.Decode(secret.Data["tls.key"])
+	g.Expect(keyBlock).NotTo(BeNil())
+}
+
+func TestHAValues(t *testing.T) {
+	g := NewWithT(t)
+	r := render(t, valuesSet(t, "ha"))
+
+	dep := get[appsv1.Deployment](t, r, "Deployment", namespace, fullname)
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
+	g.Expect(dep.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
+	g.Expect(dep.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
+	g.Expect(dep.Spec.Template.Spec.TopologySpreadConstraints[0].LabelSelector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels),
+		"a constraint without a selector spreads the operator's own pods")
+
+	pdb := get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", namespace, fullname)
+	g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+	g.Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(pdb.Spec.MinAvailable).To(BeNil())
+
+	np := get[networkingv1.NetworkPolicy](t, r, "NetworkPolicy", namespace, fullname)
+	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+	var ports []string
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			ports = append(ports, p.Port.String())
+		}
+	}
+	g.Expect(ports).To(ConsistOf("webhook", "metrics"))
+
+	testRole := get[rbacv1.Role](t, r, "Role", "default", fullname+"-test")
+	g.Expect(testRole.Rules[0].Verbs).To(ConsistOf("create", "get", "list", "watch", "delete"))
+	check := get[corev1.Pod](t, r, "Pod", namespace, fullname+"-test-check")
+	g.Expect(check.Spec.Containers[0].Args).To(ContainElement("--memcached=true"))
+}
+
+// TestValues covers the values that are not a ci set of their own.
+func TestValues(t *testing.T) {
+	cases := []struct {
+		name   string
+		values string
+		check  func(g Gomega, r rendered)
+	}{{
+		name:   "image digest pins the image",
+		values: "image: {digest: 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(
+				"example.com/memcached-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+		},
+	}, {
+		name:   "global and own pull secrets merge, as a subchart",
+		values: "global: {imagePullSecrets: [{name: parent}], somethingElse: true}\nimagePullSecrets: [{name: own}]",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "parent"}, {Name: "own"}}))
+		},
+	}, {
+		name:   "operator flags from values",
+		values: "operator: {maxSize: 7, defaultImage: 'memcached:1.6.30', maxConcurrentReconciles: 4, logLevel: debug, logEncoder: console, enableHTTP2: true, leaderElection: {namespace: kube-system}, extraArgs: ['--zap-devel']}\nmetrics: {enabled: false}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElements(
+				"--max-size=7", "--default-image=memcached:1.6.30", "--max-concurrent-reconciles=4",
+				"--zap-log-level=debug", "--zap-encoder=console", "--enable-http2=true",
+				"--leader-election-namespace=kube-system", "--metrics-bind-address=0", "--zap-devel",
+			))
+			g.Expect(r.find("Role", "kube-system", fullname+"-leader-election")).NotTo(BeNil())
+			g.Expect(r.find("Service", namespace, fullname+"-metrics")).To(BeNil())
+			g.Expect(r.find("ClusterRole", "", fullname+"-metrics-auth")).To(BeNil())
+		},
+	}, {
+		name:   "leader election off with one replica",
+		values: "operator: {leaderElection: {enabled: false}}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--leader-elect=false"))
+			g.Expect(r.find("Role", namespace, fullname+"-leader-election")).To(BeNil())
+		},
+	}, {
+		name:   "webhook settings from values",
+		values: "webhook: {failurePolicy: Ignore, timeoutSeconds: 5, excludeNamespaces: [kube-system, kube-public], namespaceSelector: {matchLabels: {memcached: enabled}}}",
+		check: func(g Gomega, r rendered) {
+			vwc := objAs[admissionregistrationv1.ValidatingWebhookConfiguration](g, r.find("ValidatingWebhookConfiguration", "", fullname))
+			for _, h := range vwc.Webhooks {
+				g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+				g.Expect(*h.TimeoutSeconds).To(BeEquivalentTo(5))
+				g.Expect(h.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"memcached": "enabled"}))
+				g.Expect(h.NamespaceSelector.MatchExpressions).To(ContainElement(HaveField("Values", ConsistOf(namespace, "kube-system", "kube-public"))))
+			}
+		},
+	}, {
+		name:   "own issuer replaces the chart's CA chain",
+		values: "certManager: {issuerRef: {name: corp-ca, kind: ClusterIssuer}}",
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.find("Issuer", namespace, fullname+"-ca")).To(BeNil())
+			g.Expect(r.find("Certificate", namespace, fullname+"-ca")).To(BeNil())
+			cert := r.find("Certificate", namespace, fullname+"-webhook")
+			g.Expect(cert.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("issuerRef",
+				Equal(map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}))))
+		},
+	}, {
+		name:   "serviceMonitor selects the metrics Service only",
+		values: "metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}",
+		check: func(g Gomega, r rendered) {
+			sm := r.find("ServiceMonitor", namespace, fullname)
+			g.Expect(sm).NotTo(BeNil())
+			g.Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"))
+			sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+			g.Expect(sel).To(HaveKeyWithValue("app.kubernetes.io/component", "metrics"))
+			g.Expect(r.find("Service", namespace, fullname+"-metrics").GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/component", "metrics"))
+			g.Expect(r.find("Service", namespace, fullname+"-webhook").GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/component", "operator"))
+		},
+	}, {
+		name:   "no test hook",
+		values: "test: {enabled: false}",
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.find("Pod", namespace, fullname+"-test-check")).To(BeNil())
+			g.Expect(r.find("Role", "default", fullname+"-test")).To(BeNil())
+		},
+	}, {
+		name:   "existing ServiceAccount, no RBAC",
+		values: "serviceAccount: {create: false, name: mine}\nrbac: {create: false}",
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.kinds()).NotTo(HaveKey("ClusterRole"))
+			g.Expect(r.kinds()).NotTo(HaveKey("ClusterRoleBinding"))
+			g.Expect(r.find("ServiceAccount", namespace, fullname)).To(BeNil())
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.ServiceAccountName).To(Equal("mine"))
+		},
+	}, {
+		name:   "PDB with minAvailable",
+		values: "replicaCount: 3\npodDisruptionBudget: {minAvailable: 2}",
+		check: func(g Gomega, r rendered) {
+			pdb := objAs[policyv1.PodDisruptionBudget](g, r.find("PodDisruptionBudget", namespace, fullname))
+			g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
+			g.Expect(pdb.Spec.MaxUnavailable).To(BeNil())
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var vals map[string]any
+			g.Expect(yaml.Unmarshal([]byte(tc.values), &vals)).To(Succeed())
+			tc.check(g, render(t, vals))
+		})
+	}
+}
+
+// field is the value at path in obj, nil when absent.
+func field(obj map[string]any, path ...string) any {
+	v, _, _ := unstructured.NestedFieldCopy(obj, path...)
+	return v
+}
+
+func objAs[T any](g Gomega, u *unstructured.Unstructured) *T {
+	g.ExpectWithOffset(1, u).NotTo(BeNil())
+	out := new(T)
+	g.ExpectWithOffset(1, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true)).To(Succeed())
+	return out
+}
+
+// TestInstallIntoDefault is the quick start, `helm install` with no namespace:
+// helm test runs there too, so the webhooks must see it.
+func TestInstallIntoDefault(t *testing.T) {
+	g := NewWithT(t)
+	objs, err := chartrender.Render(release, "default", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			exprs, _, _ := unstructured.NestedSlice(h.(map[string]any), "namespaceSelector", "matchExpressions")
+			g.Expect(exprs).To(ConsistOf(HaveKeyWithValue("values", ConsistOf("kube-system"))))
+		}
+	}
+}
+
+func TestSchemaRejects(t *testing.T) {
+	cases := []struct{ values, want string }{
+		{"operator: {maxSize: 0}", "/operator/maxSize"},
+		{"operator: {maxSize: 1001}", "/operator/maxSize"},
+		{"operator: {maxSize: '10'}", "/operator/maxSize"},
+		{"operator: {logEncoder: xml}", "/operator/logEncoder"},
+		{"operator: {maxConcurrentReconciles: 0}", "/operator/maxConcurrentReconciles"},
+		{"webhook: {failurePolicy: Sometimes}", "/webhook/failurePolicy"},
+		{"webhook: {timeoutSeconds: 31}", "/webhook/timeoutSeconds"},
+		{"image: {pullPolicy: Sometimes}", "/image/pullPolicy"},
+		{"image: {digest: latest}", "/image/digest"},
+		{"replicas: 2", "replicas"}, // a typo of replicaCount must not be ignored silently
+		{"watchNamespaces: [Team_A]", "/watchNamespaces/0"},
+		{"watchNamespaces: team-a", "/watchNamespaces"},
+		{"certManager: {issuerRef: {name: x, kind: Secret}}", "/certManager/issuerRef/kind"},
+		{"certManager: {duration: 90d}", "/certManager/duration"},
+		{"replicaCount: -1", "/replicaCount"},
+		{"podDisruptionBudget: {maxUnavailable: lots}", "/podDisruptionBudget/maxUnavailable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.values, func(t *testing.T) {
+			g := NewWithT(t)
+			var vals map[string]any
+			g.Expect(yaml.Unmarshal([]byte(tc.values), &vals)).To(Succeed())
+			_, err := chartrender.Render(release, namespace, vals)
+			g.Expect(err).To(MatchError(ContainSubstring("values don't meet the specifications of the schema")))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestImpossibleCombinations(t *testing.T) {
+	cases := []struct{ values, want string }{
+		{"replicaCount: 2\noperator: {leaderElection: {enabled: false}}", "replicaCount > 1 needs operator.leaderElection.enabled=true"},
+		{"certManager: {enabled: false, issuerRef: {name: corp-ca}}", "certManager.issuerRef is set but certManager.enabled=false"},
+		{"test: {namespace: kube-system}", `test.namespace "kube-system" is excluded from the webhooks`},
+		{"test: {namespace: " + namespace + "}", `test.namespace "` + namespace + `" is excluded from the webhooks`},
+		{"watchNamespaces: [team-a]\ntest: {namespace: team-b}", `test.namespace "team-b" is not in watchNamespaces`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			g := NewWithT(t)
+			var vals map[string]any
+			g.Expect(yaml.Unmarshal([]byte(tc.values), &vals)).To(Succeed())
+			_, err := chartrender.Render(release, namespace, vals)
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestNotes(t *testing.T) {
+	g := NewWithT(t)
+	rel, err := chartrender.Release(release, namespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Notes).To(ContainSubstring("kubectl apply --server-side -f charts/memcached-operator/crds/"))
+	g.Expect(rel.Info.Notes).To(ContainSubstring("helm test " + release + " -n " + namespace))
+	g.Expect(rel.Info.Notes).To(ContainSubstring("kind: Memcached"))
+	g.Expect(rel.Info.Notes).To(ContainSubstring("rollout status deployment/" + fullname))
+}
+
+// TestCRDsAreGenerated keeps crds/ plain: Helm installs it as is and never
+// templates it, and `helm show crds` prints it.
+func TestCRDsAreGenerated(t *testing.T) {
+	g := NewWithT(t)
+	chrt, err := chartrender.Load()
+	g.Expect(err).NotTo(HaveOccurred())
+	crds := chrt.CRDObjects()
+	g.Expect(crds).To(HaveLen(1))
+	g.Expect(string(crds[0].File.Data)).To(ContainSubstring("name: memcacheds.cache.example.com"))
+	g.Expect(string(crds[0].File.Data)).NotTo(ContainSubstring("{{"))
+
+	objs, err := chartrender.Render(release, namespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "CustomResourceDefinition" })).To(BeFalse())
+}
+
+// TestValuesDocumented holds every value to a helm-docs `# --` comment, so
+// the generated README describes all of them. A map without one is a section
+// whose children must each have one.
+func TestValuesDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartrender.ChartDir(), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var undocumented []string
+	var walk func(prefix string, n *yamlv3.Node)
+	walk = func(prefix string, n *yamlv3.Node) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			path := prefix + key.Value
+			switch {
+			case strings.Contains(key.HeadComment, "# --"):
+			case val.Kind == yamlv3.MappingNode && len(val.Content) > 0:
+				walk(path+".", val)
+			default:
+				undocumented = append(undocumented, path)
+			}
+		}
+	}
+	walk("", doc.Content[0])
+	if len(undocumented) > 0 {
+		t.Errorf("values without a `# --` comment: %q", undocumented)
+	}
+}
