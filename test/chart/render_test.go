@@ -557,6 +557,17 @@ func TestInstallIntoDefault(t *testing.T) {
 	}
 }
 
+// renderError renders with values given as YAML and returns the error.
+func renderError(t *testing.T, values string) error {
+	t.Helper()
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
+		t.Fatal(err)
+	}
+	_, err := chartrender.Render(release, namespace, vals)
+	return err
+}
+
 func TestSchemaRejects(t *testing.T) {
 	cases := []struct{ values, want string }{
 		{"operator: {maxSize: 0}", "/operator/maxSize"},
@@ -578,12 +589,10 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.values, func(t *testing.T) {
-			g := NewWithT(t)
-			var vals map[string]any
-			g.Expect(yaml.Unmarshal([]byte(tc.values), &vals)).To(Succeed())
-			_, err := chartrender.Render(release, namespace, vals)
-			g.Expect(err).To(MatchError(ContainSubstring("values don't meet the specifications of the schema")))
-			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+			err := renderError(t, tc.values)
+			NewWithT(t).Expect(err).To(MatchError(And(
+				ContainSubstring("values don't meet the specifications of the schema"),
+				ContainSubstring(tc.want))))
 		})
 	}
 }
@@ -598,11 +607,7 @@ func TestImpossibleCombinations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
-			g := NewWithT(t)
-			var vals map[string]any
-			g.Expect(yaml.Unmarshal([]byte(tc.values), &vals)).To(Succeed())
-			_, err := chartrender.Render(release, namespace, vals)
-			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+			NewWithT(t).Expect(renderError(t, tc.values)).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}
 }
