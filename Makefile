@@ -35,7 +35,7 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate the CRD into the chart's crds/ and the RBAC rules from kubebuilder markers.
-	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./apis/... output:crd:artifacts:config=$(CHART)/crds
+	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=$(CHART)/crds
 	$(CONTROLLER_GEN) rbac:roleName=memcached-operator paths=./internal/... output:rbac:artifacts:config=$(CHART)/generated
 
 .PHONY: generate

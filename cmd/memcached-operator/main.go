@@ -1,0 +1,159 @@
+// Command memcached-operator runs the Memcached controller and its admission
+// webhooks. This file is wiring only: flags, logger, scheme, manager, health
+// checks and the SetupWithManager calls.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/webhooks"
+)
+
+// serviceAccountDir exists in every pod that mounts a token; its presence is
+// how the operator knows it runs in-cluster and should elect a leader.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+type options struct {
+	metricsAddr, probeAddr, metricsCertDir string
+	secureMetrics, enableHTTP2             bool
+	leaderElect                            bool
+	leaderElectionNamespace                string
+	watchNamespaces                        string
+	maxConcurrentReconciles                int
+	enableWebhooks                         bool
+	webhookPort                            int
+	webhookCertDir                         string
+	maxSize                                int
+	defaultImage                           string
+}
+
+func main() {
+	var o options
+	_, statErr := os.Stat(serviceAccountDir)
+	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != "" && statErr == nil
+
+	fs := flag.CommandLine
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, allowing only callers authorized by a SubjectAccessReview for GET /metrics.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; /readyz waits for the webhook server to serve.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: HTTP/2 rapid reset, CVE-2023-44487).")
+	fs.BoolVar(&o.leaderElect, "leader-elect", inCluster, "Elect a leader so that only one replica reconciles (default true in-cluster, false outside).")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; empty means the operator's own namespace.")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to reconcile Memcached in; empty watches all namespaces.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Memcached resources reconciled in parallel.")
+	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
+	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder with the webhook server's tls.crt and tls.key; rotated files are picked up without restart.")
+	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size the webhook accepts (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
+	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(o); err != nil {
+		ctrl.Log.Error(err, "Operator stopped")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.maxSize < 0 || o.maxSize > cachev1alpha1.SizeSchemaMaximum {
+		return fmt.Errorf("--max-size must be between 0 and %d", cachev1alpha1.SizeSchemaMaximum)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
+
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.metricsAddr,
+		SecureServing: o.secureMetrics,
+		CertDir:       o.metricsCertDir,
+		TLSOpts:       tlsOpts,
+	}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "memcached-operator.cache.example.com",
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    o.webhookPort,
+			CertDir: o.webhookCertDir,
+			TLSOpts: tlsOpts,
+		}),
+		Cache: memcached.CacheOptions(splitList(o.watchNamespaces)),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	defaults := policy.Config{DefaultImage: o.defaultImage}
+	if err := (&memcached.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("memcached-operator"),
+		Defaults: defaults,
+	}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+		return fmt.Errorf("setting up controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	ready := healthz.Ping
+	if o.enableWebhooks {
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{
+			Defaults: defaults,
+			Limits:   policy.Limits{MaxSize: int32(o.maxSize)},
+		}); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+		// Not ready until the webhook server answers TLS, so a Service never
+		// sends admission requests to a pod that would refuse them.
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	ctrl.Log.Info("Starting manager", "watchNamespaces", o.watchNamespaces, "webhooks", o.enableWebhooks, "maxSize", o.maxSize)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

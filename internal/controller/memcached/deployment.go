@@ -1,0 +1,197 @@
+package memcached
+
+import (
+	"context"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// Pod shape constants. The rollout replaces one pod at a time and never
+// drops below size, so a spec change costs one pod's cache at a time.
+const (
+	containerName     = "memcached"
+	portName          = "memcached"
+	minReadySeconds   = 5
+	preStopSeconds    = 5
+	gracePeriod       = 30
+	revisionHistory   = 5
+	hostnameTopology  = "kubernetes.io/hostname"
+	runAsUser         = 11211 // the memcached user of the upstream image
+	antiAffinityScore = 100
+)
+
+func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+	s.deployment = &appsv1.Deployment{}
+	created, err := applyIfChanged(ctx, r.Client, s.deployment, client.ObjectKeyFromObject(s.memcached),
+		BuildDeployment(s.memcached, &s.spec), appsv1ac.ExtractDeployment)
+	if created {
+		s.created = append(s.created, "Deployment")
+	}
+	return err
+}
+
+// BuildDeployment is the Deployment that runs the fleet, from a defaulted spec.
+func BuildDeployment(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *appsv1ac.DeploymentApplyConfiguration {
+	return appsv1ac.Deployment(mc.Name, mc.Namespace).
+		WithLabels(objectLabels(mc.Name)).
+		WithOwnerReferences(ownerReferenceApply(mc)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(*spec.Size).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(mc.Name))).
+			WithMinReadySeconds(minReadySeconds).
+			WithRevisionHistoryLimit(revisionHistory).
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType(appsv1.RollingUpdateDeploymentStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxUnavailable(intstr.FromInt32(0)).
+					WithMaxSurge(intstr.FromInt32(1)))).
+			WithTemplate(buildPodTemplate(mc.Name, spec)))
+}
+
+func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev1ac.PodTemplateSpecApplyConfiguration {
+	podSpec := corev1ac.PodSpec().
+		WithContainers(buildContainer(spec)).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithTerminationGracePeriodSeconds(gracePeriod).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(runAsUser).
+			WithRunAsGroup(runAsUser).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	for _, s := range spec.ImagePullSecrets {
+		podSpec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	if len(spec.NodeSelector) > 0 {
+		podSpec.WithNodeSelector(spec.NodeSelector)
+	}
+	for i := range spec.Tolerations {
+		podSpec.WithTolerations(toleration(&spec.Tolerations[i]))
+	}
+	if a := buildAffinity(instance, spec); a != nil {
+		podSpec.WithAffinity(a)
+	}
+	for i := range spec.TopologySpreadConstraints {
+		podSpec.WithTopologySpreadConstraints(topologySpread(instance, &spec.TopologySpreadConstraints[i]))
+	}
+	if spec.PriorityClassName != nil {
+		podSpec.WithPriorityClassName(*spec.PriorityClassName)
+	}
+	tpl := corev1ac.PodTemplateSpec().
+		WithLabels(podLabels(instance, spec.PodLabels)).
+		WithSpec(podSpec)
+	if len(spec.PodAnnotations) > 0 {
+		tpl.WithAnnotations(spec.PodAnnotations)
+	}
+	return tpl
+}
+
+func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyConfiguration {
+	probe := func(initialDelay, period int32) *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(portName))).
+			WithInitialDelaySeconds(initialDelay).
+			WithPeriodSeconds(period)
+	}
+	c := corev1ac.Container().
+		WithName(containerName).
+		WithImage(ptr.Deref(spec.Image, "")).
+		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithArgs(MemcachedArgs(spec)...).
+		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(*spec.Port).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(probe(1, 5)).
+		WithLivenessProbe(probe(10, 10)).
+		// The sleep lets endpoints drop the pod before memcached stops, so
+		// clients see a clean removal instead of refused connections.
+		WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
+			WithSleep(corev1ac.SleepAction().WithSeconds(preStopSeconds)))).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if r := spec.Resources; r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) {
+		res := corev1ac.ResourceRequirements()
+		if len(r.Limits) > 0 {
+			res.WithLimits(r.Limits)
+		}
+		if len(r.Requests) > 0 {
+			res.WithRequests(r.Requests)
+		}
+		c.WithResources(res)
+	}
+	return c
+}
+
+// MemcachedArgs is memcached's command line for a defaulted spec.
+func MemcachedArgs(spec *cachev1alpha1.MemcachedSpec) []string {
+	args := []string{
+		"-p", strconv.Itoa(int(*spec.Port)),
+		"-m", strconv.Itoa(int(*spec.MemoryLimitMB)),
+		"-c", strconv.Itoa(int(*spec.MaxConnections)),
+		"-t", strconv.Itoa(int(*spec.Threads)),
+		"-I", *spec.MaxItemSize,
+	}
+	switch ptr.Deref(spec.Verbosity, 0) {
+	case 1:
+		args = append(args, "-v")
+	case 2:
+		args = append(args, "-vv")
+	}
+	return append(args, spec.ExtraArgs...)
+}
+
+// buildAffinity merges the anti-affinity preset into the user's affinity; an
+// explicit podAntiAffinity wins over the preset.
+func buildAffinity(instance string, spec *cachev1alpha1.MemcachedSpec) *corev1ac.AffinityApplyConfiguration {
+	var out *corev1ac.AffinityApplyConfiguration
+	if spec.Affinity != nil {
+		out = affinity(spec.Affinity)
+	}
+	if spec.AntiAffinityPreset == nil || (spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil) {
+		return out
+	}
+	if out == nil {
+		out = corev1ac.Affinity()
+	}
+	term := corev1ac.PodAffinityTerm().
+		WithTopologyKey(hostnameTopology).
+		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(instance)))
+	anti := corev1ac.PodAntiAffinity()
+	if *spec.AntiAffinityPreset == cachev1alpha1.AntiAffinityHard {
+		anti.WithRequiredDuringSchedulingIgnoredDuringExecution(term)
+	} else {
+		anti.WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+			WithWeight(antiAffinityScore).WithPodAffinityTerm(term))
+	}
+	return out.WithPodAntiAffinity(anti)
+}
+
+// topologySpread gives a constraint without a selector the fleet's own, which
+// is what a user of a single fleet means.
+func topologySpread(instance string, c *corev1.TopologySpreadConstraint) *corev1ac.TopologySpreadConstraintApplyConfiguration {
+	c = c.DeepCopy()
+	if c.LabelSelector == nil {
+		c.LabelSelector = &metav1.LabelSelector{MatchLabels: selectorLabels(instance)}
+	}
+	return mustConvert[corev1ac.TopologySpreadConstraintApplyConfiguration](c)
+}
+
+func toleration(t *corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
+	return mustConvert[corev1ac.TolerationApplyConfiguration](t)
+}
+
+func affinity(a *corev1.Affinity) *corev1ac.AffinityApplyConfiguration {
+	return mustConvert[corev1ac.AffinityApplyConfiguration](a)
+}

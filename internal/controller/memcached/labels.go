@@ -1,0 +1,75 @@
+package memcached
+
+import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels on every object the operator creates. The operator's cache only
+// holds objects with LabelManagedBy, so removing it hides an object until the
+// next apply puts it back.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	NameValue      = "memcached"
+	ManagedByValue = "memcached-operator"
+)
+
+// selectorLabels select one fleet's pods; they never change over its lifetime.
+func selectorLabels(instance string) map[string]string {
+	return map[string]string{LabelName: NameValue, LabelInstance: instance}
+}
+
+// objectLabels are selectorLabels plus the managed-by label the cache filters on.
+func objectLabels(instance string) map[string]string {
+	l := selectorLabels(instance)
+	l[LabelManagedBy] = ManagedByValue
+	return l
+}
+
+// podLabels puts the user's podLabels under the operator's own, which win.
+func podLabels(instance string, extra map[string]string) map[string]string {
+	l := maps.Clone(extra)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, objectLabels(instance))
+	return l
+}
+
+// SelectorString is the string form of a fleet's pod selector, as the scale
+// subresource reports it.
+func SelectorString(instance string) string {
+	return labels.SelectorFromSet(selectorLabels(instance)).String()
+}
+
+// CacheOptions scopes the manager's cache to the watched namespaces (all when
+// empty) and, for owned kinds and pods, to the operator's own objects, so that
+// its memory follows the number of fleets rather than the size of the cluster.
+// Pods are kept without managed fields: only owned objects need them, to
+// compare what the operator applied.
+func CacheOptions(namespaces []string) cache.Options {
+	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})}
+	pods := own
+	pods.Transform = cache.TransformStripManagedFields()
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:            own,
+		&corev1.Service{}:               own,
+		&policyv1.PodDisruptionBudget{}: own,
+		&corev1.Pod{}:                   pods,
+	}}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}

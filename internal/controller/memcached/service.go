@@ -1,0 +1,38 @@
+package memcached
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
+	created, err := applyIfChanged(ctx, r.Client, &corev1.Service{}, client.ObjectKeyFromObject(s.memcached),
+		BuildService(s.memcached, &s.spec), corev1ac.ExtractService)
+	if created {
+		s.created = append(s.created, "Service")
+	}
+	return err
+}
+
+// BuildService is the fleet's headless Service: clients that hash keys over
+// servers need each pod's own address (<pod>.<service>), not one virtual IP
+// that spreads a key's requests over every pod.
+func BuildService(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(mc.Name, mc.Namespace).
+		WithLabels(objectLabels(mc.Name)).
+		WithOwnerReferences(ownerReferenceApply(mc)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(selectorLabels(mc.Name)).
+			WithPorts(corev1ac.ServicePort().
+				WithName(portName).
+				WithProtocol(corev1.ProtocolTCP).
+				WithPort(*spec.Port).
+				WithTargetPort(intstr.FromString(portName))))
+}

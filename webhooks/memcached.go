@@ -1,0 +1,88 @@
+// Package webhooks admits Memcached objects: a mutating webhook that fills
+// defaults and validating webhooks for the object and for its scale
+// subresource. They are thin: the rules live in internal/policy as pure
+// functions, so the admission code only decodes, calls and wraps.
+package webhooks
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+// Paths the webhook server serves; the chart's webhook configurations name the same.
+const (
+	MutatePath        = "/mutate-cache-example-com-v1alpha1-memcached"
+	ValidatePath      = "/validate-cache-example-com-v1alpha1-memcached"
+	ValidateScalePath = "/validate-cache-example-com-v1alpha1-memcached-scale"
+)
+
+// Options are the operator flags the webhooks enforce.
+type Options struct {
+	Defaults policy.Config
+	Limits   policy.Limits
+}
+
+// SetupWithManager registers the three webhooks with the manager's webhook server.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
+		WithDefaulter(&Defaulter{Config: opts.Defaults}).
+		WithValidator(&Validator{Limits: opts.Limits}).
+		Complete(); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(ValidateScalePath, &admission.Webhook{
+		Handler: &ScaleValidator{Limits: opts.Limits, Decoder: admission.NewDecoder(mgr.GetScheme())},
+	})
+	return nil
+}
+
+// Defaulter fills the fields a user left empty.
+type Defaulter struct {
+	Config policy.Config
+}
+
+var _ admission.Defaulter[*cachev1alpha1.Memcached] = &Defaulter{}
+
+// Default implements admission.Defaulter.
+func (d *Defaulter) Default(_ context.Context, mc *cachev1alpha1.Memcached) error {
+	policy.Default(&mc.Spec, d.Config)
+	return nil
+}
+
+// Validator rejects a Memcached that breaks a rule and warns about risky ones.
+type Validator struct {
+	Limits policy.Limits
+}
+
+var _ admission.Validator[*cachev1alpha1.Memcached] = &Validator{}
+
+// ValidateCreate implements admission.Validator.
+func (v *Validator) ValidateCreate(_ context.Context, mc *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	errs, warnings := policy.ValidateCreate(mc, v.Limits)
+	return admission.Warnings(warnings), invalid(mc, errs)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *Validator) ValidateUpdate(_ context.Context, oldMC, mc *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	errs, warnings := policy.ValidateUpdate(oldMC, mc, v.Limits)
+	return admission.Warnings(warnings), invalid(mc, errs)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (v *Validator) ValidateDelete(context.Context, *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func invalid(mc *cachev1alpha1.Memcached, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(cachev1alpha1.GroupVersion.WithKind("Memcached").GroupKind(), mc.Name, errs)
+}
