@@ -1,0 +1,228 @@
+package memcached_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+func newMemcached(mutate func(*cachev1alpha1.MemcachedSpec)) (*cachev1alpha1.Memcached, *cachev1alpha1.MemcachedSpec) {
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 3}}
+	if mutate != nil {
+		mutate(&mc.Spec)
+	}
+	spec := mc.Spec.DeepCopy()
+	policy.Default(spec, policy.Config{DefaultImage: "memcached:test"})
+	return mc, spec
+}
+
+func TestBuildDeployment(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*cachev1alpha1.MemcachedSpec)
+		check  func(g Gomega, d *appsv1.Deployment)
+	}{{
+		name: "defaults: safe rollout, restricted pod, probes on the memcached port",
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+			g.Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(BeZero())
+			g.Expect(d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(1))
+			g.Expect(d.Spec.MinReadySeconds).To(BeNumerically(">", 0))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{
+				"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "cache"}))
+			g.Expect(d.OwnerReferences).To(HaveLen(1))
+			g.Expect(*d.OwnerReferences[0].Controller).To(BeTrue())
+			pod := d.Spec.Template.Spec
+			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+			g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
+			c := pod.Containers[0]
+			g.Expect(c.Image).To(Equal("memcached:test"))
+			g.Expect(c.Args).To(Equal([]string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"}))
+			g.Expect(c.Ports[0].ContainerPort).To(Equal(int32(11211)))
+			g.Expect(c.ReadinessProbe.TCPSocket.Port.StrVal).To(Equal("memcached"))
+			g.Expect(c.LivenessProbe.TCPSocket).NotTo(BeNil())
+			g.Expect(c.Lifecycle.PreStop.Sleep.Seconds).To(BeNumerically(">", 0))
+			g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+			g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+			g.Expect(c.Resources.Limits).To(BeEmpty())
+			g.Expect(pod.Affinity).To(BeNil())
+		},
+	}, {
+		name: "memcached settings become flags, extra args go last",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Port, s.MemoryLimitMB, s.Threads, s.MaxItemSize = ptr.To[int32](2000), ptr.To[int32](256), ptr.To[int32](8), ptr.To("4m")
+			s.Verbosity, s.ExtraArgs = ptr.To[int32](2), []string{"-o", "modern"}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{
+				"-p", "2000", "-m", "256", "-c", "1024", "-t", "8", "-I", "4m", "-vv", "-o", "modern"}))
+		},
+	}, {
+		name: "scheduling fields pass through; the soft preset adds preferred anti-affinity",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Size = ptr.To[int32](4)
+			s.NodeSelector = map[string]string{"pool": "cache"}
+			s.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+			s.AntiAffinityPreset = ptr.To(cachev1alpha1.AntiAffinitySoft)
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway}}
+			s.PriorityClassName = ptr.To("high")
+			s.PodLabels = map[string]string{"team": "a"}
+			s.PodAnnotations = map[string]string{"scrape": "true"}
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			pod := d.Spec.Template
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(4)))
+			g.Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue("pool", "cache"))
+			g.Expect(pod.Spec.Tolerations).To(HaveLen(1))
+			g.Expect(pod.Spec.PriorityClassName).To(Equal("high"))
+			g.Expect(pod.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "regcred"}))
+			g.Expect(pod.Labels).To(HaveKeyWithValue("team", "a"))
+			g.Expect(pod.Labels).To(HaveKeyWithValue("app.kubernetes.io/instance", "cache"))
+			g.Expect(pod.Annotations).To(HaveKeyWithValue("scrape", "true"))
+			pref := pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+			g.Expect(pref).To(HaveLen(1))
+			g.Expect(pref[0].PodAffinityTerm.TopologyKey).To(Equal("kubernetes.io/hostname"))
+			g.Expect(pod.Spec.TopologySpreadConstraints[0].LabelSelector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/instance", "cache"))
+		},
+	}, {
+		name: "the hard preset requires anti-affinity; an explicit podAntiAffinity wins",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.AntiAffinityPreset = ptr.To(cachev1alpha1.AntiAffinityHard)
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+		},
+	}, {
+		name: "an explicit podAntiAffinity wins over the preset",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.AntiAffinityPreset = ptr.To(cachev1alpha1.AntiAffinityHard)
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, spec := newMemcached(tt.mutate)
+			d := &appsv1.Deployment{}
+			g.Expect(roundTrip(memcached.BuildDeployment(mc, spec), d)).To(Succeed())
+			tt.check(g, d)
+		})
+	}
+}
+
+func TestBuildService(t *testing.T) {
+	g := NewWithT(t)
+	mc, spec := newMemcached(nil)
+	svc := &corev1.Service{}
+	g.Expect(roundTrip(memcached.BuildService(mc, spec), svc)).To(Succeed())
+	g.Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+	g.Expect(svc.Spec.Ports).To(HaveLen(1))
+	g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(11211)))
+	g.Expect(svc.Spec.Selector).To(HaveKeyWithValue("app.kubernetes.io/instance", "cache"))
+}
+
+func TestBuildPodDisruptionBudget(t *testing.T) {
+	tests := []struct {
+		name           string
+		mutate         func(*cachev1alpha1.MemcachedSpec)
+		enabled        bool
+		minAvail, maxU *intstr.IntOrString
+	}{
+		{name: "one pod: none, it would block drains"},
+		{name: "three pods: maxUnavailable 1", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) },
+			enabled: true, maxU: ptr.To(intstr.FromInt32(1))},
+		{name: "explicit minAvailable", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Size = ptr.To[int32](3)
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("50%"))}
+		}, enabled: true, minAvail: ptr.To(intstr.FromString("50%"))},
+		{name: "explicitly disabled", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Size = ptr.To[int32](3)
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}
+		}},
+		{name: "explicitly enabled for one pod", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(true)}
+		}, enabled: true, maxU: ptr.To(intstr.FromInt32(1))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, spec := newMemcached(tt.mutate)
+			ac := memcached.BuildPodDisruptionBudget(mc, spec)
+			if !tt.enabled {
+				g.Expect(ac).To(BeNil())
+				return
+			}
+			pdb := &policyv1.PodDisruptionBudget{}
+			g.Expect(roundTrip(ac, pdb)).To(Succeed())
+			g.Expect(pdb.Spec.MinAvailable).To(Equal(tt.minAvail))
+			g.Expect(pdb.Spec.MaxUnavailable).To(Equal(tt.maxU))
+			g.Expect(*pdb.Spec.UnhealthyPodEvictionPolicy).To(BeEquivalentTo("AlwaysAllow"))
+		})
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	dep := func(replicas, updated, ready, available int32, observed bool) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}}
+		d.Status = appsv1.DeploymentStatus{Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: ready, AvailableReplicas: available}
+		if observed {
+			d.Status.ObservedGeneration = 2
+		}
+		return d
+	}
+	tests := []struct {
+		name                string
+		dep                 *appsv1.Deployment
+		err                 error
+		available, progress metav1.ConditionStatus
+		degraded            metav1.ConditionStatus
+		reason              string
+	}{
+		{name: "new fleet", dep: &appsv1.Deployment{}, available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
+		{name: "all ready", dep: dep(3, 3, 3, 3, true), available: "True", progress: "False", degraded: "False", reason: cachev1alpha1.ReasonAllReplicasReady},
+		{name: "ready but the Deployment has not seen the new spec", dep: dep(3, 3, 3, 3, false), available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
+		{name: "rolling out", dep: dep(4, 1, 4, 4, true), available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
+		{name: "apply failed", dep: dep(3, 3, 3, 3, true), err: errTest, available: "True", progress: "False", degraded: "True", reason: cachev1alpha1.ReasonAllReplicasReady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) })
+			memcached.ComputeStatus(mc, spec, tt.dep, []string{"b", "a", "c"}, tt.err)
+			st := mc.Status
+			g.Expect(st.Nodes).To(Equal([]string{"a", "b", "c"}))
+			g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
+			g.Expect(st.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+			for _, c := range st.Conditions {
+				g.Expect(c.ObservedGeneration).To(Equal(int64(3)))
+			}
+			avail := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionAvailable)
+			g.Expect(avail.Status).To(Equal(tt.available))
+			g.Expect(avail.Reason).To(Equal(tt.reason))
+			g.Expect(meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionProgressing).Status).To(Equal(tt.progress))
+			g.Expect(meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionDegraded).Status).To(Equal(tt.degraded))
+
+			// A second computation over the same observations changes nothing.
+			before := mc.Status.DeepCopy()
+			memcached.ComputeStatus(mc, spec, tt.dep, []string{"c", "b", "a"}, tt.err)
+			g.Expect(mc.Status).To(Equal(*before))
+		})
+	}
+}
