@@ -10,6 +10,9 @@
 #        kubelet kube-proxy controller-gen golangci-lint helm helm-docs
 #        containerd ctr containerd-shim-runc-v2 coredns
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
+#        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
+#          (OCI image archives for the testbed, test/testbed/tbctl; the image
+#          name is the archive's io.containerd.image.name, see image_name)
 #        envtest (a folder with etcd, kube-apiserver and kubectl, for KUBEBUILDER_ASSETS)
 set -euo pipefail
 
@@ -64,6 +67,37 @@ go_cert_manager() {
     -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION -X github.com/cert-manager/cert-manager/pkg/util.AppGitCommit=release" \
     -o "$OUT" "./cmd/$1")
 }
+# Images: OCI archives made by test/testbed/tbctl with go-containerregistry.
+tbctl() { (cd "$HERE/.." && go run ./test/testbed/tbctl "$@"); }
+img_pause() {
+  local tmp; tmp=$(mktemp -d)
+  gcc -static -Os -s -o "$tmp/pause" "$HERE/../test/testbed/images/pause.c"
+  tbctl image -out "$OUT" -name "$(image_name pause)" -file "$tmp/pause:/pause" -entrypoint /pause -user 65535:65535
+  rm -rf "$tmp"
+}
+# Debian's memcached and the shared libraries ldd lists, at their own paths;
+# no passwd entry and nothing writable needed (pods run it as UID 11211).
+img_memcached() {
+  local args=() lib
+  for lib in $(ldd /usr/bin/memcached | grep -o '/[^ ]*'); do args+=(-file "$lib"); done
+  tbctl image -out "$OUT" -name "$(image_name memcached)" -file /usr/bin/memcached "${args[@]}" \
+    -entrypoint /usr/bin/memcached -user 11211:11211
+}
+img_cert_manager() {
+  tbctl image -out "$OUT" -name "$(image_name "cert-manager-$1")" -nonroot-base -user 65532:65532 \
+    -file "$2:/$1" -entrypoint "/$1"
+}
+# image_name NAME: the reference an image archive is imported under.
+image_name() {
+  case $1 in
+    pause) printf 'localhost/pause:%s' "$PAUSE_VERSION" ;;
+    memcached) printf 'localhost/memcached:%s' "$(memcached_tag)" ;;
+    cert-manager-*) printf 'localhost/%s:%s' "$1" "$CERT_MANAGER_VERSION" ;;
+  esac
+}
+# Debian's package version as an image tag ('+' is not allowed in tags).
+memcached_tag() { dpkg-query -W -f='${Version}' memcached | tr -c 'A-Za-z0-9_.\n-' '_'; }
+
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
@@ -101,6 +135,17 @@ path_of() {
     cert-manager-controller|cert-manager-webhook|cert-manager-cainjector)
       local d="$STORE/cert-manager/$CERT_MANAGER_VERSION/${name#cert-manager-}"
       build "$name" "$d" go_cert_manager "${name#cert-manager-}" ;;
+    image-pause)
+      local d="$STORE/images/pause-$PAUSE_VERSION.tar"; build "$name" "$d" img_pause ;;
+    image-memcached)
+      command -v memcached >/dev/null || { log "memcached is not installed (apt-get install memcached)"; return 1; }
+      local d; d="$STORE/images/memcached-$(memcached_tag).tar"; build "$name" "$d" img_memcached ;;
+    image-cert-manager-controller|image-cert-manager-webhook|image-cert-manager-cainjector)
+      local c=${name#image-cert-manager-} bin
+      bin=$(path_of "cert-manager-$c")
+      local d="$STORE/images/cert-manager-$c-$CERT_MANAGER_VERSION.tar"
+      build "$name" "$d" img_cert_manager "$c" "$bin" ;;
+    image-name-*) image_name "${name#image-name-}"; printf '\n'; return ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

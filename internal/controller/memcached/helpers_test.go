@@ -3,9 +3,7 @@ package memcached_test
 import (
 	"encoding/json"
 	"errors"
-
 )
-
 
 var errTest = errors.New("boom")
 
