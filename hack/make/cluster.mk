@@ -1,0 +1,42 @@
+# Real single-node Kubernetes testbed (test/testbed/README.md), included by the Makefile.
+
+TESTBED_DIR ?= $(CURDIR)/_output/testbed
+export TESTBED_DIR
+export IMG
+TESTBED_KUBECONFIG := $(TESTBED_DIR)/kubeconfig
+# Debian packages the testbed needs (runc, CNI plugins, iptables, conntrack,
+# memcached for its image, gcc and libc6-dev for the static pause binary).
+TESTBED_DEBS := runc containernetworking-plugins iptables conntrack memcached gcc libc6-dev util-linux iproute2 kmod
+
+##@ Cluster
+
+.PHONY: cluster-deps
+cluster-deps: ## Install the Debian packages the testbed needs (apt-get, only what is missing).
+	@missing=$$(for p in $(TESTBED_DEBS); do dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+.PHONY: cluster-binaries
+cluster-binaries: ## Build (once, into $(STORE)) etcd, Kubernetes, containerd, CoreDNS, helm and cert-manager.
+	$(TOOL) etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
+	  containerd ctr containerd-shim-runc-v2 coredns helm \
+	  cert-manager-controller cert-manager-webhook cert-manager-cainjector >/dev/null
+
+.PHONY: images
+images: cluster-deps ## Build the testbed's OCI image archives (operator image every time, the others once).
+	test/testbed/images.sh
+
+.PHONY: cluster-up
+cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster + cert-manager; kubeconfig in $(TESTBED_DIR)/kubeconfig.
+	test/testbed/cluster-up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the testbed cluster and remove everything it left (safe twice, after a crash).
+	test/testbed/cluster-down.sh
+
+.PHONY: test-cluster-smoke
+test-cluster-smoke: ## Smoke test of the running testbed (pods, Services, DNS, memcached, cert-manager).
+	KUBECONFIG=$(TESTBED_KUBECONFIG) TESTBED_DIR=$(TESTBED_DIR) \
+	  go test -tags e2e ./test/e2e/ -count=1 -timeout 15m -v -args -ginkgo.label-filter=cluster-smoke -ginkgo.v

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# cluster-down.sh — stops what cluster-up.sh started, by recorded PID (never
+# by name), removes the containers through containerd, unmounts everything
+# under the testbed's folders, deletes the network namespace and the files
+# that kubelet, libcni and the runc shim keep at fixed paths. Safe to run
+# twice and after a crash.
+set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+[[ $(id -u) == 0 ]] || die "run as root"
+
+# stop NAME: SIGTERM to the recorded process, SIGKILL after 10s.
+stop() {
+  local name=$1 f=$PIDS/$1.pid pid
+  [[ -r $f ]] || return 0
+  if pid_alive "$name"; then
+    read -r pid _ <"$f"
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 100); do pid_alive "$name" || break; sleep 0.1; done
+    if pid_alive "$name"; then
+      log "$name ($pid) ignored SIGTERM: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null
+      for _ in $(seq 50); do pid_alive "$name" || break; sleep 0.1; done
+    fi
+  fi
+  rm -f "$f"
+}
+
+# kill_pidfile FILE: a PID that containerd or its shim recorded (shim.pid,
+# init.pid) — processes cluster-up.sh did not start itself but made exist.
+kill_pidfile() {
+  local pid
+  pid=$(<"$1") 2>/dev/null || return 0
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# 1. No new pods: the kubelet first, then every container through containerd.
+stop kubelet
+if pid_alive containerd; then
+  CTR=("$("$TOOL" ctr)" --address "$CONTAINERD_SOCK" -n k8s.io)
+  mapfile -t tasks < <("${CTR[@]}" tasks ls -q 2>/dev/null)
+  for t in "${tasks[@]}"; do "${CTR[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
+  for t in "${tasks[@]}"; do
+    for _ in $(seq 50); do "${CTR[@]}" tasks rm -f "$t" >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  mapfile -t ctrs < <("${CTR[@]}" containers ls -q 2>/dev/null)
+  for c in "${ctrs[@]}"; do "${CTR[@]}" containers rm "$c" >/dev/null 2>&1; done
+fi
+for n in kube-proxy coredns kube-scheduler kube-controller-manager containerd forward kube-apiserver etcd; do
+  stop "$n"
+done
+# Shims and container processes that outlived containerd (after a crash).
+if [[ -d $RUN_DIR/containerd ]]; then
+  while IFS= read -r f; do kill_pidfile "$f"; done < <(find "$RUN_DIR/containerd" -name init.pid 2>/dev/null)
+  while IFS= read -r f; do kill_pidfile "$f"; done < <(find "$RUN_DIR/containerd" -name shim.pid 2>/dev/null)
+fi
+# Anything still recorded (an unknown name from a newer cluster-up.sh).
+if [[ -d $PIDS ]]; then
+  for f in "$PIDS"/*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
+fi
+
+# 2. Mounts: everything under our folders, deepest first.
+unmount_under() {
+  local root=$1 m
+  [[ -n $root ]] || return 0
+  for _ in 1 2 3; do
+    mapfile -t ms < <(awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r)
+    ((${#ms[@]})) || return 0
+    for m in "${ms[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  done
+}
+unmount_under "$TB_DIR"
+unmount_under "$RUN_DIR"
+unmount_under /run/containerd/s
+
+# 3. The network namespace (with it the veth pair, cni0 and every iptables rule).
+if [[ -e /run/netns/$NETNS ]]; then
+  ip netns delete "$NETNS" 2>/dev/null || { umount "/run/netns/$NETNS" 2>/dev/null; rm -f "/run/netns/$NETNS"; }
+fi
+rmdir /run/netns 2>/dev/null || true
+
+# 4. Files at paths fixed by kubelet, libcni and the shim; the testbed's data.
+rm -rf /var/lib/cni/results/testbed-* /var/lib/cni/networks/testbed
+rmdir /var/lib/cni/results /var/lib/cni/networks /var/lib/cni 2>/dev/null || true
+rm -rf /var/lib/kubelet/device-plugins /var/lib/kubelet/plugins /var/lib/kubelet/plugins_registry /var/lib/kubelet/pod-resources
+rmdir /var/lib/kubelet 2>/dev/null || true
+rm -rf /var/log/containers
+rm -rf /run/containerd/s
+rmdir /run/containerd 2>/dev/null || true
+rm -rf "$RUN_DIR"
+if [[ -d $TB_DIR ]]; then
+  rm -rf "$TB_DIR"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc} "$TB_DIR/kubeconfig" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm"
+fi
+
+# 5. Empty cgroups the kubelet and containerd made (cgroup v1: one tree per controller).
+for tree in /sys/fs/cgroup/*/; do
+  for d in kubepods kubepods.slice k8s.io system.slice/containerd.service; do
+    [[ -d $tree$d ]] && find "$tree$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+done
+true
+log "testbed down (logs kept in $LOGS)"

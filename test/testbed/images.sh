@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# images.sh — the testbed's OCI image archives and $TB_DIR/images.env.
+# pause, memcached and cert-manager's images are built once into the store
+# (hack/tool.sh image-*); the operator image is rebuilt every run from
+# whatever ./cmd/... holds: a non-root base (UID 65532) with each static
+# binary at /<name>, entrypoint /memcached-operator.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../../hack/versions.env
+source "$REPO/hack/versions.env"
+IMG=${IMG:-example.com/memcached-operator:0.1.0}
+export CGO_ENABLED=0
+
+mkdir -p "$BIN" "$TB_DIR/images"
+# tbctl itself (PKI, port forward, image writer) for cluster-up.sh.
+(cd "$REPO" && go build -o "$BIN/tbctl.tmp" ./test/testbed/tbctl) && mv -f "$BIN/tbctl.tmp" "$BIN/tbctl"
+
+archives=()
+for n in pause memcached cert-manager-controller cert-manager-webhook cert-manager-cainjector; do
+  archives+=("$("$TOOL" "image-$n")")
+done
+
+op_archive=""
+if compgen -G "$REPO/cmd/*/*.go" >/dev/null; then
+  out=$TB_DIR/operator-rootfs
+  rm -rf "$out" && mkdir -p "$out"
+  (cd "$REPO" && go build -ldflags "-s -w" -o "$out/" ./cmd/...)
+  [[ -x $out/memcached-operator ]] || die "./cmd/... built no memcached-operator binary"
+  op_archive=$TB_DIR/images/operator.tar
+  "$BIN/tbctl" image -out "$op_archive" -name "$IMG" -nonroot-base -user 65532:65532 \
+    -from-dir "$out:/" -entrypoint /memcached-operator
+  archives+=("$op_archive")
+else
+  log "no ./cmd/*: operator image skipped"
+fi
+
+cat >"$TB_DIR/images.env.tmp" <<ENV
+# Images of the testbed cluster (written by test/testbed/images.sh); all are
+# imported into containerd's k8s.io namespace by cluster-up.sh: use
+# imagePullPolicy IfNotPresent (or Never).
+PAUSE_IMAGE=$("$TOOL" image-name-pause)
+MEMCACHED_IMAGE=$("$TOOL" image-name-memcached)
+CERT_MANAGER_CONTROLLER_IMAGE=$("$TOOL" image-name-cert-manager-controller)
+CERT_MANAGER_WEBHOOK_IMAGE=$("$TOOL" image-name-cert-manager-webhook)
+CERT_MANAGER_CAINJECTOR_IMAGE=$("$TOOL" image-name-cert-manager-cainjector)
+OPERATOR_IMAGE=${op_archive:+$IMG}
+IMAGE_ARCHIVES="${archives[*]}"
+ENV
+mv -f "$TB_DIR/images.env.tmp" "$TB_DIR/images.env"
+for a in "${archives[@]}"; do log "image $(du -h "$a" | cut -f1)  $a"; done
+# A running cluster gets the fresh operator image right away.
+if [[ -n $op_archive && -S $CONTAINERD_SOCK ]] && pid_alive containerd; then
+  "$("$TOOL" ctr)" --address "$CONTAINERD_SOCK" -n k8s.io images import --local "$op_archive" >/dev/null &&
+    log "imported $IMG into the running testbed"
+fi
