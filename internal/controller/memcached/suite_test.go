@@ -1,0 +1,82 @@
+package memcached_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/testenv"
+)
+
+// The envtest tier: a real etcd and kube-apiserver, no kube-controller-manager.
+// Nothing runs pods or updates Deployment status here, so specs create pods
+// and set status themselves; garbage collection is left to the real cluster.
+
+var (
+	ctx     context.Context
+	cancel  context.CancelFunc
+	env     *envtest.Environment
+	cfg     *rest.Config
+	scheme  = runtime.NewScheme()
+	k8s     client.Client // uncached: assertions never read the manager's cache
+	mgr     ctrl.Manager
+	testCfg = policy.Config{DefaultImage: "memcached:envtest"}
+)
+
+func TestController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Memcached controller (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+
+	var err error
+	env, err = testenv.New(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  memcached.CacheOptions(nil),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&memcached.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("memcached-operator"),
+		Defaults: testCfg,
+	}).SetupWithManager(mgr, 2)).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
