@@ -21,6 +21,13 @@ for n in pause memcached cert-manager-controller cert-manager-webhook cert-manag
   archives+=("$("$TOOL" "image-$n")")
 done
 
+# The smoke tests' in-cluster client/server (no busybox can be pulled).
+mkdir -p "$TB_DIR/probe-rootfs"
+(cd "$REPO" && go build -ldflags "-s -w" -o "$TB_DIR/probe-rootfs/probe" ./test/testbed/probe)
+"$BIN/tbctl" image -out "$TB_DIR/images/probe.tar" -name localhost/testbed-probe:1 -nonroot-base \
+  -user 65532:65532 -file "$TB_DIR/probe-rootfs/probe:/probe" -entrypoint /probe
+archives+=("$TB_DIR/images/probe.tar")
+
 op_archive=""
 if compgen -G "$REPO/cmd/*/*.go" >/dev/null; then
   out=$TB_DIR/operator-rootfs
@@ -44,6 +51,7 @@ MEMCACHED_IMAGE=$("$TOOL" image-name-memcached)
 CERT_MANAGER_CONTROLLER_IMAGE=$("$TOOL" image-name-cert-manager-controller)
 CERT_MANAGER_WEBHOOK_IMAGE=$("$TOOL" image-name-cert-manager-webhook)
 CERT_MANAGER_CAINJECTOR_IMAGE=$("$TOOL" image-name-cert-manager-cainjector)
+PROBE_IMAGE=localhost/testbed-probe:1
 OPERATOR_IMAGE=${op_archive:+$IMG}
 IMAGE_ARCHIVES="${archives[*]}"
 ENV

@@ -1,0 +1,128 @@
+// Command probe is the testbed's in-cluster test client and server: the
+// cluster has no busybox (nothing can be pulled), so the smoke tests run this
+// static binary in pods (image localhost/testbed-probe, test/testbed/images.sh).
+//
+//	probe serve ADDR            HTTP server answering its hostname
+//	probe http URL              GET URL, print the body, fail on non-200
+//	probe dns NAME              resolve NAME through /etc/resolv.conf
+//	probe memcached HOST:PORT   set a key and get it back
+//
+// Client modes retry for up to 60 s (a Service's endpoints and rules appear
+// moments after its pods are Ready) and exit non-zero when they never succeed.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|dns|memcached ARG")
+		os.Exit(2)
+	}
+	mode, arg := os.Args[1], os.Args[2]
+	if mode == "serve" {
+		host, _ := os.Hostname()
+		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, host) })
+		srv := &http.Server{Addr: arg, ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintln(os.Stderr, srv.ListenAndServe())
+		os.Exit(1)
+	}
+	var check func() (string, error)
+	switch mode {
+	case "http":
+		check = func() (string, error) { return get(arg) }
+	case "dns":
+		check = func() (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			addrs, err := net.DefaultResolver.LookupHost(ctx, arg)
+			return strings.Join(addrs, " "), err
+		}
+	case "memcached":
+		check = func() (string, error) { return memcached(arg) }
+	default:
+		fmt.Fprintln(os.Stderr, "unknown mode", mode)
+		os.Exit(2)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := check()
+		if err == nil {
+			fmt.Println(out)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", mode, arg, err)
+		if time.Now().After(deadline) {
+			os.Exit(1)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func get(url string) (string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close() //nolint:errcheck
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %s", resp.Status)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// memcached stores a value with the text protocol and reads it back.
+func memcached(addr string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close() //nolint:errcheck
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	host, _ := os.Hostname()
+	val := "hello-from-" + host
+	r := bufio.NewReader(conn)
+	if _, err := fmt.Fprintf(conn, "set smoke 0 60 %d\r\n%s\r\n", len(val), val); err != nil {
+		return "", err
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(line) != "STORED" {
+		return "", fmt.Errorf("set: %q", line)
+	}
+	if _, err := fmt.Fprint(conn, "get smoke\r\n"); err != nil {
+		return "", err
+	}
+	var got []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		line = strings.TrimSpace(line)
+		if line == "END" {
+			break
+		}
+		got = append(got, line)
+	}
+	if len(got) != 2 || got[1] != val {
+		return "", fmt.Errorf("get: %q", got)
+	}
+	return "memcached set/get ok: " + got[1], nil
+}
