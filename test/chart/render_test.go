@@ -3,6 +3,7 @@ package chart_test
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,11 +36,19 @@ const (
 // tested in.
 func valuesSet(t *testing.T, name string) map[string]any {
 	t.Helper()
+	vals, err := readValuesSet(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals
+}
+
+func readValuesSet(name string) (map[string]any, error) {
 	vals, err := chartutil.ReadValuesFile(filepath.Join(chartrender.ChartDir(), "ci", name+"-values.yaml"))
 	if err != nil {
-		t.Fatalf("reading values set %s: %v", name, err)
+		return nil, fmt.Errorf("reading values set %s: %w", name, err)
 	}
-	return vals.AsMap()
+	return vals.AsMap(), nil
 }
 
 // rendered indexes a render by kind and namespace/name.
@@ -155,7 +164,7 @@ func TestEveryValuesSet(t *testing.T) {
 				"--health-probe-bind-address=:8081",
 				"--leader-elect=true",
 				"--leader-election-namespace="+namespace,
-				"--max-concurrent-reconciles=1",
+				"--max-concurrent-reconciles=4",
 				"--webhook-port=9443",
 				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--max-size=100",

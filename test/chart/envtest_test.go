@@ -1,0 +1,291 @@
+package chart_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/chartrender"
+	"github.com/example/memcached-operator/test/testenv"
+)
+
+// The envtest tier: every rendered object against a real API server with our
+// CRD and cert-manager's, and the chart's RBAC proved by running the real
+// reconciler as the chart's ServiceAccount.
+
+var (
+	env       *envtest.Environment
+	restCfg   *rest.Config
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+)
+
+func TestEnvtest(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "chart envtest")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
+
+	var err error
+	env, err = testenv.New(testenv.Options{CertManagerCRDs: true})
+	Expect(err).NotTo(HaveOccurred())
+	restCfg, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8sClient, err = client.New(restCfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	// Helm does not create the namespaces a release writes to, apart from its own
+	// with --create-namespace; watched namespaces exist before install.
+	for _, ns := range []string{namespace, "team-a", "team-b", "mc-cluster-system", "mc-tenant-system", "other"} {
+		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+})
+
+func renderSet(releaseName, ns string, vals map[string]any) []*unstructured.Unstructured {
+	GinkgoHelper()
+	objs, err := chartrender.Render(releaseName, ns, vals)
+	Expect(err).NotTo(HaveOccurred())
+	return objs
+}
+
+func ciValues(set string) map[string]any {
+	GinkgoHelper()
+	vals, err := readValuesSet(set)
+	Expect(err).NotTo(HaveOccurred())
+	return vals
+}
+
+// apply server-side applies obj as Helm's field manager would.
+func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
+	opts = append(opts, client.FieldOwner("helm"), client.ForceOwnership)
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
+}
+
+var _ = Describe("Every rendered object", func() {
+	for _, set := range allSets {
+		It("is accepted by the API server with values set "+set, func(ctx SpecContext) {
+			objs := renderSet(release, namespace, ciValues(set))
+			Expect(objs).NotTo(BeEmpty())
+			for _, obj := range objs {
+				Expect(apply(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(),
+					"server-side dry-run apply of %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+			}
+		})
+	}
+})
+
+// as is a client that acts as a ServiceAccount, authorized by RBAC like the
+// pod that runs with it.
+func as(namespace, name string) (*rest.Config, client.Client) {
+	GinkgoHelper()
+	cfg := rest.CopyConfig(restCfg)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceaccount.MakeUsername(namespace, name),
+		Groups:   append(serviceaccount.MakeGroupNames(namespace), "system:authenticated"),
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cfg, c
+}
+
+// installRBAC creates the ServiceAccounts and RBAC objects of a render for
+// real; nothing else is needed to act as the chart's ServiceAccount.
+func installRBAC(ctx context.Context, objs []*unstructured.Unstructured) {
+	GinkgoHelper()
+	for _, obj := range objs {
+		if obj.GetKind() == "ServiceAccount" || strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") {
+			Expect(apply(ctx, k8sClient, obj)).To(Succeed(), "%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		}
+	}
+}
+
+// runOperator runs the real reconciler as the ServiceAccount until the spec
+// ends; if RBAC lacked a list or watch, its caches would never sync.
+func runOperator(cfg *rest.Config, leaseNamespace string, watch []string) {
+	GinkgoHelper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                true,
+		LeaderElectionID:              "memcached-operator.cache.example.com",
+		LeaderElectionNamespace:       leaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         memcached.CacheOptions(watch),
+		// Each spec starts its own manager with the same controller name.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&memcached.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("memcached-operator"),
+		Defaults: policy.Config{DefaultImage: "memcached:1.6"},
+	}).SetupWithManager(mgr, 1)).To(Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		defer GinkgoRecover()
+		done <- mgr.Start(ctx)
+	}()
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done, 30*time.Second).Should(Receive(Not(HaveOccurred())))
+	})
+}
+
+// reconciledBy requires the operator to have written a Memcached's children
+// and status, which it can only do with the verbs it needs.
+func reconciledBy(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)},
+	}
+	Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), mc)).To(Succeed())
+		g.Expect(mc.Status.ObservedGeneration).To(Equal(mc.Generation), "status patched")
+		g.Expect(mc.Status.Conditions).NotTo(BeEmpty())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), &appsv1.Deployment{})).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), &corev1.Service{})).To(Succeed())
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+}
+
+// allowed is whether c may do verb on resource, asked through
+// SelfSubjectAccessReview so that any verb can be checked without side effects.
+func allowed(ctx context.Context, c client.Client, attrs authorizationv1.ResourceAttributes) bool {
+	GinkgoHelper()
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+	Expect(c.Create(ctx, review)).To(Succeed())
+	return review.Status.Allowed
+}
+
+func attrs(verb, group, resource, ns string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}
+}
+
+// operatorCallsSucceed makes, as the ServiceAccount, the calls the operator
+// makes outside reconciling: leader election, events, metrics authn/authz.
+func operatorCallsSucceed(ctx context.Context, c client.Client, leaseNS, eventNS string) {
+	GinkgoHelper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: "rbac-check"}}
+	Expect(c.Create(ctx, lease)).To(Succeed())
+	lease.Spec.HolderIdentity = ptr.To("me")
+	Expect(c.Update(ctx, lease)).To(Succeed())
+
+	event := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: eventNS, GenerateName: "rbac-check-"},
+		EventTime:           metav1.NewMicroTime(time.Now()),
+		ReportingController: "memcached-operator", ReportingInstance: "rbac-check",
+		Action: "Check", Reason: "Check", Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{Kind: "Memcached", APIVersion: cachev1alpha1.GroupVersion.String(), Namespace: eventNS, Name: "x"},
+	}
+	Expect(c.Create(ctx, event)).To(Succeed())
+
+	// controller-runtime's metrics filter authenticates and authorizes each scrape.
+	Expect(c.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}})).To(Succeed())
+	Expect(c.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "prometheus", NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+	}})).To(Succeed())
+}
+
+func forbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+var _ = Describe("The chart's RBAC", func() {
+	It("is enough for the operator watching all namespaces, and no more", func(ctx SpecContext) {
+		const rel, ns = "mc-cluster", "mc-cluster-system"
+		sa := rel + "-memcached-operator"
+		installRBAC(ctx, renderSet(rel, ns, ciValues("default")))
+		cfg, c := as(ns, sa)
+
+		runOperator(cfg, ns, nil)
+		reconciledBy(ctx, "team-a", "cluster-wide")
+		reconciledBy(ctx, "other", "cluster-wide")
+		operatorCallsSucceed(ctx, c, ns, "other")
+
+		By("keeping what the operator never does forbidden")
+		Expect(c.List(ctx, &corev1.SecretList{}, client.InNamespace("other"))).To(Satisfy(forbidden), "secrets")
+		Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x"}})).To(Satisfy(forbidden),
+			"the operator reads Memcacheds, users write them")
+		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Satisfy(forbidden))
+		Expect(allowed(ctx, c, attrs("delete", "", "pods", "other"))).To(BeFalse(), "pods are only observed")
+		Expect(allowed(ctx, c, attrs("create", "coordination.k8s.io", "leases", "other"))).To(BeFalse(), "leases only in the lease namespace")
+		Expect(allowed(ctx, c, attrs("escalate", "rbac.authorization.k8s.io", "clusterroles", ""))).To(BeFalse())
+	})
+
+	It("is enough for the operator in namespace-scoped mode, and confined to its namespaces", func(ctx SpecContext) {
+		const rel, ns = "mc-tenant", "mc-tenant-system"
+		sa := rel + "-memcached-operator"
+		watched := []string{"team-a", "team-b"}
+		installRBAC(ctx, renderSet(rel, ns, ciValues("namespace-scoped")))
+		cfg, c := as(ns, sa)
+
+		runOperator(cfg, ns, watched)
+		for _, w := range watched {
+			reconciledBy(ctx, w, "tenant")
+		}
+		operatorCallsSucceed(ctx, c, ns, "team-b")
+
+		By("keeping every other namespace out of reach")
+		Expect(c.List(ctx, &cachev1alpha1.MemcachedList{})).To(Satisfy(forbidden), "no cluster-wide list")
+		Expect(c.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace("other"))).To(Satisfy(forbidden))
+		for _, res := range []struct{ group, resource string }{{"apps", "deployments"}, {"", "services"}, {"policy", "poddisruptionbudgets"}} {
+			Expect(allowed(ctx, c, attrs("create", res.group, res.resource, "other"))).To(BeFalse(), res.resource)
+			Expect(allowed(ctx, c, attrs("create", res.group, res.resource, "team-a"))).To(BeTrue(), res.resource)
+		}
+		Expect(allowed(ctx, c, attrs("get", "", "secrets", "team-a"))).To(BeFalse())
+	})
+
+	It("lets the helm test pod do what its check does and nothing else", func(ctx SpecContext) {
+		const rel, ns = "mc-test", "mc-cluster-system"
+		for _, mode := range []struct {
+			set   string
+			verbs []string
+		}{{"default", []string{"create"}}, {"ha", []string{"create", "get", "list", "watch", "delete"}}} {
+			installRBAC(ctx, renderSet(rel, ns, ciValues(mode.set)))
+			_, c := as(ns, rel+"-memcached-operator-test")
+			for _, verb := range []string{"create", "get", "list", "watch", "delete", "update", "patch"} {
+				Expect(allowed(ctx, c, attrs(verb, "cache.example.com", "memcacheds", "default"))).To(Equal(slices.Contains(mode.verbs, verb)),
+					"%s: %s memcacheds", mode.set, verb)
+			}
+			Expect(allowed(ctx, c, attrs("create", "cache.example.com", "memcacheds", "other"))).To(BeFalse())
+			Expect(allowed(ctx, c, attrs("create", "apps", "deployments", "default"))).To(BeFalse())
+		}
+	})
+})
