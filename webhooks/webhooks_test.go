@@ -1,0 +1,158 @@
+package webhooks_test
+
+import (
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func memcachedIn(ns string, mutate func(*cachev1alpha1.MemcachedSpec)) *cachev1alpha1.Memcached {
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns},
+		Spec: cachev1alpha1.MemcachedSpec{
+			Size:      ptr.To[int32](3),
+			Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+		},
+	}
+	if mutate != nil {
+		mutate(&mc.Spec)
+	}
+	return mc
+}
+
+// invalidFields are the field paths of an Invalid error from the API server.
+func invalidFields(err error) []string {
+	var status apierrors.APIStatus
+	Expect(errors.As(err, &status)).To(BeTrue(), "expected an API error, got %v", err)
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+	var fields []string
+	for _, c := range status.Status().Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	return fields
+}
+
+var _ = Describe("Defaulting webhook", func() {
+	It("stores a Memcached that gave only size with every default filled in", func() {
+		ns := newNamespace()
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "only-size", Namespace: ns},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		stored := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mc), stored)).To(Succeed())
+		s := stored.Spec
+		Expect(*s.Size).To(Equal(int32(2)))
+		Expect(*s.Image).To(Equal(defaultImage))
+		Expect(*s.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
+		Expect(*s.Port).To(Equal(int32(11211)))
+		Expect(*s.MemoryLimitMB).To(Equal(int32(64)))
+		Expect(*s.MaxConnections).To(Equal(int32(1024)))
+		Expect(*s.Threads).To(Equal(int32(4)))
+		Expect(*s.MaxItemSize).To(Equal("1m"))
+		Expect(*s.Verbosity).To(BeZero())
+	})
+
+	It("derives memcached's memory from the container limit and keeps what the user set", func() {
+		ns := newNamespace()
+		mc := memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("mine:1"); s.Threads = ptr.To[int32](2) })
+		Expect(k8s.Create(ctx, mc, client.DryRunAll)).To(Succeed())
+		Expect(*mc.Spec.MemoryLimitMB).To(Equal(int32(230)), "90% of 256Mi")
+		Expect(*mc.Spec.Image).To(Equal("mine:1"))
+		Expect(*mc.Spec.Threads).To(Equal(int32(2)))
+	})
+
+	It("takes the tutorial's sample unchanged (defaulted, with a warning for no memory limit)", func() {
+		ns := newNamespace()
+		warnings.take()
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Expect(warnings.take()).To(ContainElement(ContainSubstring("limits.memory is not set")))
+	})
+})
+
+var _ = Describe("Validating webhook", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	DescribeTable("rejects a bad Memcached with its field path, storing nothing",
+		func(mutate func(*cachev1alpha1.MemcachedSpec), field, message string) {
+			mc := memcachedIn(ns, mutate)
+			err := k8s.Create(ctx, mc)
+			Expect(err).To(HaveOccurred())
+			Expect(invalidFields(err)).To(ContainElement(field))
+			Expect(err.Error()).To(ContainSubstring(message))
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(mc), &cachev1alpha1.Memcached{}))).To(BeTrue())
+		},
+		Entry("size below 0 (schema)", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](-1) }, "spec.size", "greater than or equal to 0"),
+		Entry("size above --max-size", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](maxSize + 1) }, "spec.size", "--max-size"),
+		Entry("size above the schema cap", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1001) }, "spec.size", "less than or equal to 1000"),
+		Entry("memory above the container limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](512) }, "spec.memoryLimitMB", "must fit inside resources.limits.memory"),
+		Entry("item size above half the memory", func(s *cachev1alpha1.MemcachedSpec) {
+			s.MemoryLimitMB, s.MaxItemSize = ptr.To[int32](64), ptr.To("40m")
+		}, "spec.maxItemSize", "at most half of memoryLimitMB"),
+		Entry("an extra arg that a field owns", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-m", "10"} }, "spec.extraArgs[0]", "set by spec.memoryLimitMB"),
+		Entry("a reserved pod label", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodLabels = map[string]string{"app.kubernetes.io/instance": "other"}
+		}, "spec.podLabels[app.kubernetes.io/instance]", "cannot be overridden"),
+	)
+
+	It("refuses to change the port, an immutable field, and says how to change it", func() {
+		mc := memcachedIn(ns, nil)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"port":11212}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.port"))
+		Expect(err.Error()).To(And(ContainSubstring("immutable"), ContainSubstring("create a new Memcached")))
+		stored := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mc), stored)).To(Succeed())
+		Expect(*stored.Spec.Port).To(Equal(int32(11211)))
+	})
+
+	It("bounds kubectl patch of size and warns that a pod-template change restarts pods", func() {
+		mc := memcachedIn(ns, nil)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":50}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.size"))
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":5}}`)))).To(Succeed())
+
+		warnings.take()
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":"memcached:2"}}`)))).To(Succeed())
+		Expect(warnings.take()).To(ContainElement(ContainSubstring("each new pod starts with an empty cache")))
+	})
+
+	It("bounds the scale subresource, as kubectl scale uses it", func() {
+		mc := memcachedIn(ns, nil)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		err := k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: maxSize + 1}}))
+		Expect(invalidFields(err)).To(ConsistOf("spec.replicas"))
+		Expect(err.Error()).To(ContainSubstring("--max-size"))
+
+		Expect(k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: maxSize}}))).To(Succeed())
+		stored := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mc), stored)).To(Succeed())
+		Expect(*stored.Spec.Size).To(Equal(int32(maxSize)))
+	})
+
+	It("warns about size 0 without rejecting it", func() {
+		warnings.take()
+		Expect(k8s.Create(ctx, memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](0) }))).To(Succeed())
+		Expect(warnings.take()).To(ContainElement(ContainSubstring("spec.size is 0")))
+	})
+})
