@@ -2,6 +2,9 @@ package chart_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -21,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -71,7 +77,7 @@ var _ = BeforeSuite(func() {
 
 	// Helm does not create the namespaces a release writes to, apart from its own
 	// with --create-namespace; watched namespaces exist before install.
-	for _, ns := range []string{namespace, "team-a", "team-b", "mc-cluster-system", "mc-tenant-system", "other"} {
+	for _, ns := range []string{namespace, "team-a", "team-b", "mc-cluster-system", "mc-tenant-system", "mc-upgrade-system", "other"} {
 		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
 })
@@ -287,5 +293,75 @@ var _ = Describe("The chart's RBAC", func() {
 			Expect(allowed(ctx, c, attrs("create", "cache.example.com", "memcacheds", "other"))).To(BeFalse())
 			Expect(allowed(ctx, c, attrs("create", "apps", "deployments", "default"))).To(BeFalse())
 		}
+	})
+})
+
+// helmConfig is a Helm SDK client of the envtest API server, acting as a
+// cluster admin the way `helm` with a kubeconfig does.
+func helmConfig(ns string) *action.Configuration {
+	GinkgoHelper()
+	user, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &path
+	flags.Namespace = &ns
+	cfg := &action.Configuration{}
+	Expect(cfg.Init(flags, ns, "secret", func(format string, v ...any) {
+		_, _ = fmt.Fprintf(GinkgoWriter, format+"\n", v...)
+	})).To(Succeed())
+	return cfg
+}
+
+// webhookTrust is what the API server trusts and what the operator serves
+// when cert-manager is off.
+func webhookTrust(ctx context.Context, ns, fullname string) (caBundles [][]byte, secret map[string][]byte) {
+	GinkgoHelper()
+	s := &corev1.Secret{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: fullname + "-webhook-tls"}, s)).To(Succeed())
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: fullname}, mwc)).To(Succeed())
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: fullname}, vwc)).To(Succeed())
+	caBundles = append(caBundles, mwc.Webhooks[0].ClientConfig.CABundle)
+	for _, w := range vwc.Webhooks {
+		caBundles = append(caBundles, w.ClientConfig.CABundle)
+	}
+	return caBundles, s.Data
+}
+
+var _ = Describe("helm install and upgrade without cert-manager", func() {
+	It("keeps the generated CA and serving certificate across upgrades", func(ctx SpecContext) {
+		const rel, ns = "mc-upgrade", "mc-upgrade-system"
+		fullname := rel + "-memcached-operator"
+		chrt, err := chartrender.Load()
+		Expect(err).NotTo(HaveOccurred())
+		vals := ciValues("no-cert-manager")
+		cfg := helmConfig(ns)
+
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace = rel, ns
+		// envtest installed the CRD already, as `helm install` would the first time.
+		install.SkipCRDs = true
+		_, err = install.RunWithContext(ctx, chrt, vals)
+		Expect(err).NotTo(HaveOccurred())
+		bundles, secret := webhookTrust(ctx, ns, fullname)
+		for _, b := range bundles {
+			Expect(b).To(Equal(secret["ca.crt"]))
+		}
+
+		upgrade := action.NewUpgrade(cfg)
+		upgrade.Namespace = ns
+		_, err = upgrade.RunWithContext(ctx, rel, chrt, vals)
+		Expect(err).NotTo(HaveOccurred())
+		bundlesAfter, secretAfter := webhookTrust(ctx, ns, fullname)
+		Expect(secretAfter).To(Equal(secret), "an upgrade must not replace the serving certificate")
+		Expect(bundlesAfter).To(Equal(bundles), "an upgrade must not change the caBundle")
+
+		_, err = action.NewUninstall(cfg).Run(rel)
+		Expect(err).NotTo(HaveOccurred())
 	})
 })
