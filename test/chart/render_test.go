@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	yamlv3 "go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -260,6 +261,26 @@ func checkLeaderElectionAndMetricsRBAC(t *testing.T, r rendered) {
 	authb := get[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", fullname+"-metrics-auth")
 	g.Expect(authb.RoleRef.Name).To(Equal(fullname + "-metrics-auth"))
 	g.Expect(authb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+}
+
+// TestLintStrict is `helm lint --strict` through the SDK, so `make test` lints
+// every values set without the CLI (`make helm-lint` runs the CLI too).
+func TestLintStrict(t *testing.T) {
+	for _, set := range allSets {
+		t.Run(set, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Strict = true
+			lint.Namespace = namespace
+			lint.KubeVersion = &chartrender.KubeVersion
+			result := lint.Run([]string{chartrender.ChartDir()}, valuesSet(t, set))
+			for _, msg := range result.Messages {
+				t.Log(msg)
+			}
+			if len(result.Errors) > 0 {
+				t.Errorf("helm lint --strict: %v", result.Errors)
+			}
+		})
+	}
 }
 
 func TestDefaultValues(t *testing.T) {
