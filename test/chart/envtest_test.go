@@ -333,6 +333,26 @@ func webhookTrust(ctx context.Context, ns, fullname string) (caBundles [][]byte,
 	return caBundles, s.Data
 }
 
+var _ = Describe("helm install with cert-manager", func() {
+	It("installs every values set that uses cert-manager when its API is served", func(ctx SpecContext) {
+		const rel, ns = "mc-install", "mc-upgrade-system"
+		chrt, err := chartrender.Load()
+		Expect(err).NotTo(HaveOccurred())
+		cfg := helmConfig(ns)
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace = rel, ns
+		install.SkipCRDs = true
+		_, err = install.RunWithContext(ctx, chrt, ciValues("default"))
+		Expect(err).NotTo(HaveOccurred())
+		cert := &unstructured.Unstructured{}
+		cert.SetAPIVersion("cert-manager.io/v1")
+		cert.SetKind("Certificate")
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-memcached-operator-webhook"}, cert)).To(Succeed())
+		_, err = action.NewUninstall(cfg).Run(rel)
+		Expect(err).NotTo(HaveOccurred())
+	})
+})
+
 var _ = Describe("helm install and upgrade without cert-manager", func() {
 	It("keeps the generated CA and serving certificate across upgrades", func(ctx SpecContext) {
 		const rel, ns = "mc-upgrade", "mc-upgrade-system"

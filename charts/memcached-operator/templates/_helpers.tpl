@@ -247,6 +247,10 @@ the message.
 {{- if and .Values.certManager.issuerRef.name (not .Values.certManager.enabled) -}}
 {{- fail "certManager.issuerRef is set but certManager.enabled=false: enable cert-manager or drop the issuerRef" -}}
 {{- end -}}
+{{- /* Only against a live cluster (lookup finds kube-system): offline renders such as `helm template` know no API groups. */ -}}
+{{- if and .Values.certManager.enabled (lookup "v1" "Namespace" "" "kube-system") (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- fail "cert-manager.io/v1 is not served by this cluster: install cert-manager first, or set certManager.enabled=false to let the chart generate the webhook certificate" -}}
+{{- end -}}
 {{- if .Values.test.enabled -}}
 {{- $ns := include "memcached-operator.testNamespace" . -}}
 {{- if has $ns (include "memcached-operator.excludedNamespaces" . | fromJsonArray) -}}
