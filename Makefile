@@ -21,7 +21,7 @@ TOOL := hack/tool.sh
 LOCALBIN := $(CURDIR)/bin
 
 CHART := charts/memcached-operator
-GINKGO_FLAGS ?=
+GO_TEST_FLAGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -55,16 +55,17 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale, code is unformatted, or vet/lint complain.
+verify: manifests generate ## Fail when generated files are stale, code is unformatted, vet/lint complain, or the chart README is stale.
 	@git diff --exit-code -- apis $(CHART)/crds $(CHART)/generated || { echo 'generated files are stale: run make manifests generate and commit'; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- apis $(CHART)/crds $(CHART)/generated); [ -z "$$untracked" ] || { echo "generated files not committed: $$untracked"; exit 1; }
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed: $$out"; exit 1; }
-	$(MAKE) vet lint
+	$(MAKE) vet lint verify-chart
 
 ##@ Test
 
 .PHONY: test
-test: manifests generate envtest ## Run unit and envtest suites (real etcd + kube-apiserver).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -count=1 -coverprofile cover.out $(if $(GINKGO_FLAGS),-args $(GINKGO_FLAGS))
+test: manifests generate envtest helm-lint ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
 
 ##@ Build
 

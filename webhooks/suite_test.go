@@ -47,7 +47,7 @@ var (
 
 func TestWebhooks(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Memcached webhooks (envtest, real TLS admission)")
+	testenv.RunSpecs(t, "Memcached webhooks (envtest, real TLS admission)")
 }
 
 var _ = BeforeSuite(func() {

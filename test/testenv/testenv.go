@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -76,4 +79,13 @@ func ModuleDir(module string) (string, error) {
 		return ModuleDir(module)
 	}
 	return dir, nil
+}
+
+// RunSpecs runs a Ginkgo suite; under `go test -v` (as `make test` runs) it
+// names every spec with its duration, so a run shows what it proved.
+func RunSpecs(t *testing.T, description string) bool {
+	suite, reporter := ginkgo.GinkgoConfiguration()
+	reporter.Verbose = reporter.Verbose || testing.Verbose()
+	reporter.NoColor = reporter.NoColor || os.Getenv("CI") != ""
+	return ginkgo.RunSpecs(t, description, suite, reporter)
 }

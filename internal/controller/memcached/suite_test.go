@@ -40,7 +40,7 @@ var (
 
 func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Memcached controller (envtest)")
+	testenv.RunSpecs(t, "Memcached controller (envtest)")
 }
 
 var _ = BeforeSuite(func() {
