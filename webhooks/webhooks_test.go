@@ -2,6 +2,8 @@ package webhooks_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/test/testenv"
 )
 
 func newNamespace() string {
@@ -76,6 +80,21 @@ var _ = Describe("Defaulting webhook", func() {
 		Expect(*mc.Spec.MemoryLimitMB).To(Equal(int32(230)), "90% of 256Mi")
 		Expect(*mc.Spec.Image).To(Equal("mine:1"))
 		Expect(*mc.Spec.Threads).To(Equal(int32(2)))
+	})
+
+	It("accepts every sample in docs/samples", func() {
+		ns := newNamespace()
+		files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "docs", "samples", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).NotTo(BeEmpty())
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			mc := &cachev1alpha1.Memcached{}
+			Expect(yaml.UnmarshalStrict(raw, mc)).To(Succeed(), f)
+			mc.Namespace = ns
+			Expect(k8s.Create(ctx, mc)).To(Succeed(), f)
+		}
 	})
 
 	It("takes the tutorial's sample unchanged (defaulted, with a warning for no memory limit)", func() {
