@@ -1,0 +1,382 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	release           = "memcached-operator"
+	operatorNamespace = "memcached-operator-system"
+	appNamespace      = "e2e-apps"
+	chart             = "charts/memcached-operator"
+	operatorSelector  = "app.kubernetes.io/name=memcached-operator,app.kubernetes.io/instance=memcached-operator,app.kubernetes.io/component=operator"
+	wait              = 3 * time.Minute
+)
+
+// memcachedView is the part of a Memcached the suite reads through kubectl's JSON.
+type memcachedView struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     map[string]any    `json:"spec"`
+	Status   struct {
+		Nodes         []string           `json:"nodes"`
+		ReadyReplicas int32              `json:"readyReplicas"`
+		Conditions    []metav1.Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+func getMemcached(ns, name string) (*memcachedView, error) {
+	out, err := kubectl("get", "memcached", name, "-n", ns, "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	v := &memcachedView{}
+	return v, json.Unmarshal([]byte(out), v)
+}
+
+// podNames are the running, not terminating, pods of a fleet, sorted.
+func podNames(ctx context.Context, g Gomega, ns, instance string) []string {
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": instance})).To(Succeed())
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// converged waits until a fleet has size ready pods whose names status.nodes lists.
+func converged(ctx context.Context, ns, name string, size int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		mc, err := getMemcached(ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(mc.Status.ReadyReplicas).To(BeNumerically("==", size))
+		names := podNames(ctx, g, ns, name)
+		g.Expect(names).To(HaveLen(size))
+		g.Expect(mc.Status.Nodes).To(Equal(names))
+	}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
+}
+
+func operatorPod(ctx context.Context, g Gomega) corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{
+		"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/instance": release, "app.kubernetes.io/component": "operator",
+	})).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	g.Expect(live).To(HaveLen(1))
+	return live[0]
+}
+
+func namespaceManifest(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %s
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/enforce-version: latest
+`, name)
+}
+
+// installArgs are the values every install of the suite uses: the testbed's
+// memcached image, a small --max-size to test against, and a helm test that
+// runs a real fleet.
+func installArgs(extra ...string) []string {
+	return append([]string{
+		"--namespace", operatorNamespace, "--wait", "--timeout", "5m",
+		"--set", "operator.defaultImage=" + images["MEMCACHED_IMAGE"],
+		"--set", "operator.maxSize=10",
+		"--set", "test.memcached=true",
+		"--set", "test.namespace=" + appNamespace,
+	}, extra...)
+}
+
+var _ = Describe("memcached-operator installed with Helm", Ordered, Label("operator"), func() {
+	ctx := context.Background()
+	var firstApplyErr error
+	var installTook time.Duration
+
+	BeforeAll(func() {
+		Expect(images["MEMCACHED_IMAGE"]).NotTo(BeEmpty(), "images.env has no MEMCACHED_IMAGE")
+		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(appNamespace)))
+		start := time.Now()
+		mustRun(helm(append([]string{"install", release, chart}, installArgs()...)...))
+		installTook = time.Since(start)
+		// The very first admission after --wait returns: no "connection refused" window.
+		_, firstApplyErr = kubectlApply(`apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: first, namespace: `+appNamespace+`}
+spec: {size: 1}`, "--dry-run=server")
+		AddReportEntry("helm install --wait", installTook.String())
+	})
+	AfterEach(func() { dumpOnFailure(appNamespace) })
+
+	It("installs: operator Ready, webhook Certificate Ready, CA injected, admitting right after --wait", func() {
+		Expect(firstApplyErr).NotTo(HaveOccurred())
+		certs := &cmapi.CertificateList{}
+		Expect(k8s.List(ctx, certs, client.InNamespace(operatorNamespace))).To(Succeed())
+		Expect(certs.Items).NotTo(BeEmpty())
+		for _, c := range certs.Items {
+			Expect(c.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", cmapi.CertificateConditionReady), HaveField("Status", cmmeta.ConditionTrue))), c.Name)
+		}
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: release}, mwc)).To(Succeed())
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: release}, vwc)).To(Succeed())
+		for _, w := range mwc.Webhooks {
+			Expect(w.ClientConfig.CABundle).NotTo(BeEmpty(), w.Name)
+		}
+		for _, w := range vwc.Webhooks {
+			Expect(w.ClientConfig.CABundle).NotTo(BeEmpty(), w.Name)
+		}
+	})
+
+	It("runs the tutorial: sample of 3 Available, set/get through the Service, patch to 5, scale to 4", func() {
+		start := time.Now()
+		mustRun(kubectl("apply", "-n", appNamespace, "-f", "docs/samples/cache_v1alpha1_memcached.yaml"))
+		mustRun(kubectl("wait", "-n", appNamespace, "--for=condition=Available", "memcached/memcached-sample", "--timeout=3m"))
+		AddReportEntry("kubectl apply of the sample to Available (3 pods)", time.Since(start).String())
+		converged(ctx, appNamespace, "memcached-sample", 3)
+		out := mustRun(kubectl("get", "deployment", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.status.readyReplicas}"))
+		Expect(out).To(Equal("3"))
+
+		Expect(probe(ctx, appNamespace, "memcached-client", "memcached", "memcached-sample."+appNamespace+".svc:11211")).To(ContainSubstring("set/get ok"))
+
+		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 5}}`, "--type=merge"))
+		converged(ctx, appNamespace, "memcached-sample", 5)
+
+		mustRun(kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=4"))
+		converged(ctx, appNamespace, "memcached-sample", 4)
+		mustRun(kubectl("wait", "-n", appNamespace, "--for=condition=Available", "memcached/memcached-sample", "--timeout=2m"))
+		Expect(mustRun(kubectl("get", "mc", "-n", appNamespace))).To(MatchRegexp(`memcached-sample\s+4\s+4\s+True`))
+	})
+
+	It("stores a Memcached that gave only size with every default filled in", func() {
+		mustRun(kubectlApply(`apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: defaulted, namespace: ` + appNamespace + `}
+spec: {size: 1}`))
+		mc, err := getMemcached(appNamespace, "defaulted")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.Spec).To(And(
+			HaveKeyWithValue("image", images["MEMCACHED_IMAGE"]),
+			HaveKeyWithValue("port", BeNumerically("==", 11211)),
+			HaveKeyWithValue("memoryLimitMB", BeNumerically("==", 64)),
+			HaveKeyWithValue("maxConnections", BeNumerically("==", 1024)),
+			HaveKeyWithValue("threads", BeNumerically("==", 4)),
+			HaveKeyWithValue("maxItemSize", "1m"),
+			HaveKeyWithValue("imagePullPolicy", "IfNotPresent"),
+		))
+		mustRun(kubectl("delete", "memcached", "defaulted", "-n", appNamespace, "--wait=false"))
+	})
+
+	DescribeTable("rejects bad input with its field path and stores nothing",
+		func(manifest, message string) {
+			out, err := kubectlApply(manifest)
+			Expect(err).To(HaveOccurred())
+			Expect(out).To(ContainSubstring(message))
+			_, getErr := kubectl("get", "memcached", "rejected", "-n", appNamespace)
+			Expect(getErr).To(HaveOccurred(), "a rejected Memcached was stored")
+		},
+		Entry("size below 0", mcManifest("size: -1"), "spec.size"),
+		Entry("size above --max-size", mcManifest("size: 11"), "spec.size: Invalid value: 11: must be less than or equal to 10, the operator's --max-size"),
+		Entry("memory above the container limit", mcManifest("size: 1\n  memoryLimitMB: 512\n  resources: {limits: {memory: 128Mi}}"), "spec.memoryLimitMB"),
+		Entry("an extra arg a field owns", mcManifest("size: 1\n  extraArgs: [\"-p\", \"1\"]"), "spec.extraArgs[0]"),
+	)
+
+	It("rejects kubectl scale above --max-size and a change of the immutable port", func() {
+		out, err := kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=11")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("spec.replicas: Invalid value: 11"))
+		out, err = kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"port":11212}}`, "--type=merge")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(And(ContainSubstring("spec.port"), ContainSubstring("immutable")))
+		mc, err := getMemcached(appNamespace, "memcached-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.Spec).To(And(HaveKeyWithValue("size", BeNumerically("==", 4)), HaveKeyWithValue("port", BeNumerically("==", 11211))))
+	})
+
+	It("repairs drift: a deleted Deployment, edited replicas, a deleted pod", func() {
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: "memcached-sample"}, dep)).To(Succeed())
+		mustRun(kubectl("delete", "deployment", "memcached-sample", "-n", appNamespace))
+		Eventually(func(g Gomega) types.UID {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
+			return d.UID
+		}).WithTimeout(wait).ShouldNot(Equal(dep.UID))
+		converged(ctx, appNamespace, "memcached-sample", 4)
+
+		mustRun(kubectl("scale", "deployment/memcached-sample", "-n", appNamespace, "--replicas=7"))
+		Eventually(func() string {
+			out, _ := kubectl("get", "deployment", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.spec.replicas}")
+			return out
+		}).WithTimeout(wait).WithPolling(time.Second).Should(Equal("4"))
+		converged(ctx, appNamespace, "memcached-sample", 4)
+
+		victim := podNames(ctx, Default, appNamespace, "memcached-sample")[0]
+		mustRun(kubectl("delete", "pod", victim, "-n", appNamespace, "--wait=false"))
+		Eventually(func(g Gomega) {
+			mc, err := getMemcached(appNamespace, "memcached-sample")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(mc.Status.Nodes).NotTo(ContainElement(victim))
+		}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
+		converged(ctx, appNamespace, "memcached-sample", 4)
+	})
+
+	It("passes helm test, and fails it when the webhook is down", func() {
+		mustRun(helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "5m"))
+
+		mustRun(kubectl("scale", "deployment", "-n", operatorNamespace, "-l", operatorSelector, "--replicas=0"))
+		Eventually(func(g Gomega) []string {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "operator"})).To(Succeed())
+			var names []string
+			for _, p := range pods.Items {
+				names = append(names, p.Name)
+			}
+			return names
+		}).WithTimeout(wait).Should(BeEmpty())
+		out, err := helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "2m")
+		Expect(err).To(HaveOccurred(), "helm test must fail while the webhook is down:\n%s", out)
+
+		mustRun(kubectl("scale", "deployment", "-n", operatorNamespace, "-l", operatorSelector, "--replicas=1"))
+		mustRun(kubectl("rollout", "status", "deployment", "-n", operatorNamespace, "-l", operatorSelector, "--timeout=3m"))
+		mustRun(helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "5m"))
+	})
+
+	It("rolls the operator on helm upgrade with new values and keeps the fleets serving", func() {
+		before := operatorPod(ctx, Default)
+		fleet := podNames(ctx, Default, appNamespace, "memcached-sample")
+		mustRun(helm(append([]string{"upgrade", release, chart}, installArgs("--set", "operator.maxSize=20", "--set", "operator.logLevel=debug")...)...))
+		Eventually(func(g Gomega) types.UID { return operatorPod(ctx, g).UID }).WithTimeout(wait).ShouldNot(Equal(before.UID))
+		Expect(podNames(ctx, Default, appNamespace, "memcached-sample")).To(Equal(fleet), "an operator upgrade must not restart memcached pods")
+		Eventually(func() error {
+			_, err := kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=12", "--dry-run=server")
+			return err
+		}).WithTimeout(wait).WithPolling(2 * time.Second).Should(Succeed(), "the new --max-size is in force")
+	})
+
+	It("restarts in the middle of a scale-up and converges with no duplicate objects", func() {
+		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 8}}`, "--type=merge"))
+		pod := operatorPod(ctx, Default)
+		mustRun(kubectl("delete", "pod", pod.Name, "-n", operatorNamespace, "--wait=false"))
+		converged(ctx, appNamespace, "memcached-sample", 8)
+		sel := client.MatchingLabels{"app.kubernetes.io/instance": "memcached-sample", "app.kubernetes.io/managed-by": "memcached-operator"}
+		deps, svcs, pdbs := &appsv1.DeploymentList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}
+		for _, l := range []client.ObjectList{deps, svcs, pdbs} {
+			Expect(k8s.List(ctx, l, client.InNamespace(appNamespace), sel)).To(Succeed())
+		}
+		Expect(deps.Items).To(HaveLen(1))
+		Expect(svcs.Items).To(HaveLen(1))
+		Expect(pdbs.Items).To(HaveLen(1))
+	})
+
+	It("keeps admitting through a serving-certificate renewal, without restarting the operator", func() {
+		pod := operatorPod(ctx, Default)
+		secretName := release + "-webhook-tls"
+		old := &corev1.Secret{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: secretName}, old)).To(Succeed())
+		// The watcher logs this line once at start-up and once per reload.
+		reloads := func() int {
+			out, _ := kubectl("logs", "-n", operatorNamespace, pod.Name)
+			return strings.Count(out, "Updated current TLS certificate")
+		}
+		loaded := reloads()
+		mustRun(kubectl("delete", "secret", secretName, "-n", operatorNamespace))
+		Eventually(func(g Gomega) []byte {
+			s := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), s)).To(Succeed())
+			return s.Data["tls.crt"]
+		}).WithTimeout(wait).ShouldNot(Or(BeEmpty(), Equal(old.Data["tls.crt"])))
+		// The kubelet refreshes the mounted Secret within its sync period; the
+		// operator's certificate watcher then loads it.
+		Eventually(reloads).WithTimeout(4*time.Minute).WithPolling(5*time.Second).Should(BeNumerically(">", loaded))
+		for range 5 {
+			mustRun(kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=8", "--dry-run=server"))
+		}
+		now := operatorPod(ctx, Default)
+		Expect(now.UID).To(Equal(pod.UID))
+		Expect(now.Status.ContainerStatuses[0].RestartCount).To(Equal(pod.Status.ContainerStatuses[0].RestartCount))
+	})
+
+	It("enforces the restricted Pod Security Standard where operator and fleets run", func() {
+		for _, ns := range []string{operatorNamespace, appNamespace} {
+			n := &corev1.Namespace{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Name: ns}, n)).To(Succeed())
+			Expect(n.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+		}
+		out, err := kubectl("run", "privileged", "-n", appNamespace, "--image="+images["MEMCACHED_IMAGE"], "--restart=Never",
+			`--overrides={"spec":{"containers":[{"name":"privileged","image":"`+images["MEMCACHED_IMAGE"]+`","securityContext":{"privileged":true}}]}}`)
+		Expect(err).To(HaveOccurred(), "a privileged pod was admitted:\n%s", out)
+		Expect(out).To(ContainSubstring("violates PodSecurity"))
+	})
+
+	It("uninstalls leaving the CRD and the fleets, and a reinstall adopts them", func() {
+		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--wait"))
+		mustRun(kubectl("get", "crd", "memcacheds.cache.example.com"))
+		converged(ctx, appNamespace, "memcached-sample", 8)
+
+		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "operator.maxSize=20")...)...))
+		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 3}}`, "--type=merge"))
+		converged(ctx, appNamespace, "memcached-sample", 3)
+	})
+
+	It("in namespace-scoped mode, reconciles only its namespaces with Role-only RBAC", func() {
+		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--wait"))
+		const ignored = "e2e-ignored"
+		mustRun(kubectlApply(namespaceManifest(ignored)))
+		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "watchNamespaces={"+appNamespace+"}")...)...))
+
+		out := mustRun(kubectl("get", "clusterrolebinding", "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
+		Expect(strings.TrimSpace(out)).To(BeEmpty(), "namespace-scoped mode binds no ClusterRole")
+		mustRun(kubectl("get", "rolebinding", "-n", appNamespace, "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
+
+		mustRun(kubectl("apply", "-n", ignored, "-f", "docs/samples/cache_v1alpha1_memcached.yaml"))
+		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 2}}`, "--type=merge"))
+		converged(ctx, appNamespace, "memcached-sample", 2)
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ignored, Name: "memcached-sample"}, &appsv1.Deployment{}))
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		mc, err := getMemcached(ignored, "memcached-sample")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.Status.Conditions).To(BeEmpty(), "a Memcached outside the watched namespaces is left alone")
+	})
+})
+
+func mcManifest(spec string) string {
+	return `apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: rejected, namespace: ` + appNamespace + `}
+spec:
+  ` + spec + "\n"
+}
