@@ -67,6 +67,22 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 test: manifests generate envtest helm-lint ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
 
+.PHONY: demo
+demo: ## Bring up the project's own cluster, install cert-manager and the chart, and show the operator at work.
+	hack/demo.sh
+
+E2E_FLAGS ?=
+.PHONY: test-e2e
+test-e2e: ## Real-cluster tier: cluster up, smoke and operator suites, cluster down (KEEP_CLUSTER=1 keeps it).
+	@$(MAKE) --no-print-directory cluster-up
+	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
+	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; exit $$rc
+
+.PHONY: e2e
+e2e: ## Run the e2e suites (smoke, then operator) against the running testbed cluster.
+	TESTBED_DIR=$(TESTBED_DIR) KUBECONFIG=$(TESTBED_DIR)/kubeconfig \
+	  go test -tags e2e ./test/e2e/ -count=1 -timeout 40m -v $(E2E_FLAGS)
+
 ##@ Build
 
 .PHONY: build
