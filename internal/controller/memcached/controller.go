@@ -14,12 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -90,6 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, s); err != nil {
 		return ctrl.Result{}, errors.Join(phaseErr, err)
 	}
+	if apierrors.IsInvalid(phaseErr) {
+		// The spec builds an object the API server refuses; retrying cannot
+		// help until the spec changes, which requeues on its own.
+		return ctrl.Result{}, reconcile.TerminalError(phaseErr)
+	}
 	return ctrl.Result{}, phaseErr
 }
 
@@ -103,19 +111,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// SetupWithManager registers the controller. Pods are watched through their
-// metadata only (names are all the status needs) and mapped to their
-// Memcached by the instance label, since their owner is a ReplicaSet.
+// SetupWithManager registers the controller. A Memcached is reconciled when
+// its spec changes (not after each status write of its own). Pods are
+// watched through their metadata only, for their names, and only when one
+// appears, goes or starts terminating; they map to their Memcached by the
+// instance label, since their owner is a ReplicaSet.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&cachev1alpha1.Memcached{}).
+		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.OnlyMetadata).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached),
+			builder.OnlyMetadata, builder.WithPredicates(podMembershipChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)
+}
+
+// podMembershipChanged passes the pod events that can change status.nodes.
+var podMembershipChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
 }
 
 func podToMemcached(_ context.Context, pod client.Object) []reconcile.Request {

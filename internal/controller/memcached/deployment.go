@@ -33,7 +33,7 @@ const (
 
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 	s.deployment = &appsv1.Deployment{}
-	created, err := applyIfChanged(ctx, r.Client, s.deployment, client.ObjectKeyFromObject(s.memcached),
+	created, err := applyIfChanged(ctx, r.Client, "Deployment", s.deployment, client.ObjectKeyFromObject(s.memcached),
 		BuildDeployment(s.memcached, &s.spec), appsv1ac.ExtractDeployment)
 	if created {
 		s.created = append(s.created, "Deployment")

@@ -20,7 +20,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 	desired := BuildPodDisruptionBudget(s.memcached, &s.spec)
 	key := client.ObjectKeyFromObject(s.memcached)
 	if desired != nil {
-		created, err := applyIfChanged(ctx, r.Client, &policyv1.PodDisruptionBudget{}, key, desired, policyv1ac.ExtractPodDisruptionBudget)
+		created, err := applyIfChanged(ctx, r.Client, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, key, desired, policyv1ac.ExtractPodDisruptionBudget)
 		if created {
 			s.created = append(s.created, "PodDisruptionBudget")
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	created, err := applyIfChanged(ctx, r.Client, &corev1.Service{}, client.ObjectKeyFromObject(s.memcached),
+	created, err := applyIfChanged(ctx, r.Client, "Service", &corev1.Service{}, client.ObjectKeyFromObject(s.memcached),
 		BuildService(s.memcached, &s.spec), corev1ac.ExtractService)
 	if created {
 		s.created = append(s.created, "Service")
