@@ -41,8 +41,12 @@ func SetGet(rw io.ReadWriter, key, value string) error {
 	if got := string(data[:size]); got != value {
 		return fmt.Errorf("get returned %q, want %q", got, value)
 	}
-	if end, err := readLine(r); err != nil || end != "END" {
-		return fmt.Errorf("get ended with %q (%v), want END", end, err)
+	end, err := readLine(r)
+	if err != nil {
+		return fmt.Errorf("reading end of get reply: %w", err)
+	}
+	if end != "END" {
+		return fmt.Errorf("get ended with %q, want END", end)
 	}
 	return nil
 }
