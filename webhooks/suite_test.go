@@ -142,4 +142,3 @@ func (w *warningRecorder) take() []string {
 	w.seen = nil
 	return out
 }
-

@@ -67,8 +67,10 @@ func podNames(ctx context.Context, g Gomega, ns, instance string) []string {
 	return names
 }
 
-// converged waits until a fleet has size ready pods whose names status.nodes lists.
-func converged(ctx context.Context, ns, name string, size int) {
+// sampleConverged waits until the tutorial's fleet has size ready pods whose
+// names status.nodes lists.
+func sampleConverged(ctx context.Context, size int) {
+	ns, name := appNamespace, "memcached-sample"
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		mc, err := getMemcached(ns, name)
@@ -165,17 +167,17 @@ spec: {size: 1}`, "--dry-run=server")
 		mustRun(kubectl("apply", "-n", appNamespace, "-f", "docs/samples/cache_v1alpha1_memcached.yaml"))
 		mustRun(kubectl("wait", "-n", appNamespace, "--for=condition=Available", "memcached/memcached-sample", "--timeout=3m"))
 		AddReportEntry("kubectl apply of the sample to Available (3 pods)", time.Since(start).String())
-		converged(ctx, appNamespace, "memcached-sample", 3)
+		sampleConverged(ctx, 3)
 		out := mustRun(kubectl("get", "deployment", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.status.readyReplicas}"))
 		Expect(out).To(Equal("3"))
 
 		Expect(probe(ctx, appNamespace, "memcached-client", "memcached", "memcached-sample."+appNamespace+".svc:11211")).To(ContainSubstring("set/get ok"))
 
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 5}}`, "--type=merge"))
-		converged(ctx, appNamespace, "memcached-sample", 5)
+		sampleConverged(ctx, 5)
 
 		mustRun(kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=4"))
-		converged(ctx, appNamespace, "memcached-sample", 4)
+		sampleConverged(ctx, 4)
 		mustRun(kubectl("wait", "-n", appNamespace, "--for=condition=Available", "memcached/memcached-sample", "--timeout=2m"))
 		Expect(mustRun(kubectl("get", "mc", "-n", appNamespace))).To(MatchRegexp(`memcached-sample\s+4\s+4\s+True`))
 	})
@@ -234,14 +236,14 @@ spec: {size: 1}`))
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), d)).To(Succeed())
 			return d.UID
 		}).WithTimeout(wait).ShouldNot(Equal(dep.UID))
-		converged(ctx, appNamespace, "memcached-sample", 4)
+		sampleConverged(ctx, 4)
 
 		mustRun(kubectl("scale", "deployment/memcached-sample", "-n", appNamespace, "--replicas=7"))
 		Eventually(func() string {
 			out, _ := kubectl("get", "deployment", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.spec.replicas}")
 			return out
 		}).WithTimeout(wait).WithPolling(time.Second).Should(Equal("4"))
-		converged(ctx, appNamespace, "memcached-sample", 4)
+		sampleConverged(ctx, 4)
 
 		victim := podNames(ctx, Default, appNamespace, "memcached-sample")[0]
 		mustRun(kubectl("delete", "pod", victim, "-n", appNamespace, "--wait=false"))
@@ -250,7 +252,7 @@ spec: {size: 1}`))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(mc.Status.Nodes).NotTo(ContainElement(victim))
 		}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
-		converged(ctx, appNamespace, "memcached-sample", 4)
+		sampleConverged(ctx, 4)
 	})
 
 	It("passes helm test, and fails it when the webhook is down", func() {
@@ -283,14 +285,14 @@ spec: {size: 1}`))
 		Eventually(func() error {
 			_, err := kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=12", "--dry-run=server")
 			return err
-		}).WithTimeout(wait).WithPolling(2 * time.Second).Should(Succeed(), "the new --max-size is in force")
+		}).WithTimeout(wait).WithPolling(2*time.Second).Should(Succeed(), "the new --max-size is in force")
 	})
 
 	It("restarts in the middle of a scale-up and converges with no duplicate objects", func() {
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 8}}`, "--type=merge"))
 		pod := operatorPod(ctx, Default)
 		mustRun(kubectl("delete", "pod", pod.Name, "-n", operatorNamespace, "--wait=false"))
-		converged(ctx, appNamespace, "memcached-sample", 8)
+		sampleConverged(ctx, 8)
 		sel := client.MatchingLabels{"app.kubernetes.io/instance": "memcached-sample", "app.kubernetes.io/managed-by": "memcached-operator"}
 		deps, svcs, pdbs := &appsv1.DeploymentList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}
 		for _, l := range []client.ObjectList{deps, svcs, pdbs} {
@@ -320,7 +322,7 @@ spec: {size: 1}`))
 		}).WithTimeout(wait).ShouldNot(Or(BeEmpty(), Equal(old.Data["tls.crt"])))
 		// The kubelet refreshes the mounted Secret within its sync period; the
 		// operator's certificate watcher then loads it.
-		Eventually(reloads).WithTimeout(4*time.Minute).WithPolling(5*time.Second).Should(BeNumerically(">", loaded))
+		Eventually(reloads).WithTimeout(4 * time.Minute).WithPolling(5 * time.Second).Should(BeNumerically(">", loaded))
 		for range 5 {
 			mustRun(kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=8", "--dry-run=server"))
 		}
@@ -344,11 +346,11 @@ spec: {size: 1}`))
 	It("uninstalls leaving the CRD and the fleets, and a reinstall adopts them", func() {
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--wait"))
 		mustRun(kubectl("get", "crd", "memcacheds.cache.example.com"))
-		converged(ctx, appNamespace, "memcached-sample", 8)
+		sampleConverged(ctx, 8)
 
 		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "operator.maxSize=20")...)...))
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 3}}`, "--type=merge"))
-		converged(ctx, appNamespace, "memcached-sample", 3)
+		sampleConverged(ctx, 3)
 	})
 
 	It("in namespace-scoped mode, reconciles only its namespaces with Role-only RBAC", func() {
@@ -363,7 +365,7 @@ spec: {size: 1}`))
 
 		mustRun(kubectl("apply", "-n", ignored, "-f", "docs/samples/cache_v1alpha1_memcached.yaml"))
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 2}}`, "--type=merge"))
-		converged(ctx, appNamespace, "memcached-sample", 2)
+		sampleConverged(ctx, 2)
 		Consistently(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ignored, Name: "memcached-sample"}, &appsv1.Deployment{}))
 		}).WithTimeout(10 * time.Second).Should(BeTrue())

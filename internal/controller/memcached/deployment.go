@@ -108,7 +108,7 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 		WithName(containerName).
 		WithImage(ptr.Deref(spec.Image, "")).
 		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
-		WithArgs(MemcachedArgs(spec)...).
+		WithArgs(Args(spec)...).
 		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(*spec.Port).WithProtocol(corev1.ProtocolTCP)).
 		WithReadinessProbe(probe(1, 5)).
 		WithLivenessProbe(probe(10, 10)).
@@ -134,8 +134,8 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 	return c
 }
 
-// MemcachedArgs is memcached's command line for a defaulted spec.
-func MemcachedArgs(spec *cachev1alpha1.MemcachedSpec) []string {
+// Args is memcached's command line for a defaulted spec.
+func Args(spec *cachev1alpha1.MemcachedSpec) []string {
 	args := []string{
 		"-p", strconv.Itoa(int(*spec.Port)),
 		"-m", strconv.Itoa(int(*spec.MemoryLimitMB)),
