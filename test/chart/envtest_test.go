@@ -300,6 +300,11 @@ var _ = Describe("The chart's RBAC", func() {
 // cluster admin the way `helm` with a kubeconfig does.
 func helmConfig(ns string) *action.Configuration {
 	GinkgoHelper()
+	return helmConfigFor(env, ns)
+}
+
+func helmConfigFor(env *envtest.Environment, ns string) *action.Configuration {
+	GinkgoHelper()
 	user, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig, err := user.KubeConfig()
@@ -349,6 +354,29 @@ var _ = Describe("helm install with cert-manager", func() {
 		cert.SetKind("Certificate")
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-memcached-operator-webhook"}, cert)).To(Succeed())
 		_, err = action.NewUninstall(cfg).Run(rel)
+		Expect(err).NotTo(HaveOccurred())
+	})
+})
+
+var _ = Describe("helm install on a cluster without cert-manager", func() {
+	It("fails early with the fix unless certManager.enabled=false", func(ctx SpecContext) {
+		bare, err := testenv.New(testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = bare.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(bare.Stop)
+		cfg := helmConfigFor(bare, "default")
+
+		chrt, err := chartrender.Load()
+		Expect(err).NotTo(HaveOccurred())
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace = "bare", "default"
+		install.SkipCRDs = true
+		install.DryRun, install.DryRunOption = true, "server"
+		_, err = install.RunWithContext(ctx, chrt, ciValues("default"))
+		Expect(err).To(MatchError(ContainSubstring("install cert-manager first, or set certManager.enabled=false")))
+
+		_, err = install.RunWithContext(ctx, chrt, ciValues("no-cert-manager"))
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
