@@ -127,7 +127,7 @@ func (c *Checker) DryRunInvalid(ctx context.Context) error {
 // RealMemcached creates a Memcached, waits until it is Available, stores and
 // reads a key through its Service, and deletes it whatever happened.
 func (c *Checker) RealMemcached(ctx context.Context) (err error) {
-	mc := c.memcached(c.Config.Name, map[string]any{"size": int64(1)})
+	mc := c.memcached(c.Config.Name+"-real", map[string]any{"size": int64(1)})
 	if err := c.Client.Create(ctx, mc); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
@@ -223,11 +223,13 @@ func (c *Checker) setGet(ctx context.Context, addr string) error {
 	return SetGet(conn, "memcached-operator-check", value)
 }
 
-func (c *Checker) memcached(name string, spec map[string]any) *unstructured.Unstructured {
+// memcached is a Memcached to create. Names are generated so that a rerun
+// never collides with a user's object or one a killed run left behind.
+func (c *Checker) memcached(prefix string, spec map[string]any) *unstructured.Unstructured {
 	mc := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	mc.SetGroupVersionKind(cachev1alpha1.GroupVersion.WithKind("Memcached"))
 	mc.SetNamespace(c.Config.Namespace)
-	mc.SetName(name)
+	mc.SetGenerateName(prefix + "-")
 	mc.SetLabels(map[string]string{"app.kubernetes.io/created-by": "memcached-operator-check"})
 	return mc
 }

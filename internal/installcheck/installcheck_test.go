@@ -197,7 +197,7 @@ func TestRealMemcached(t *testing.T) {
 				return (&net.Dialer{}).DialContext(ctx, network, ln.Addr().String())
 			}
 			err := c.Run(context.Background())
-			g.Expect(dialed).To(Equal("check.default.svc:11211"), "through the Memcached's Service")
+			g.Expect(dialed).To(MatchRegexp(`^check-real-[a-z0-9]+\.default\.svc:11211$`), "through the Memcached's Service")
 			g.Expect(s.deleted.Load()).To(BeTrue(), "the real Memcached is deleted")
 			if corrupt {
 				g.Expect(err).To(MatchError(ContainSubstring("get returned")))
