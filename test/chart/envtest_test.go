@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -80,6 +81,10 @@ var _ = BeforeSuite(func() {
 	for _, ns := range []string{namespace, "team-a", "team-b", "mc-cluster-system", "mc-tenant-system", "mc-upgrade-system", "other"} {
 		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
+	// The operator's namespace enforces the restricted Pod Security Standard,
+	// as a hardened cluster's would.
+	Expect(k8sClient.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`)))).To(Succeed())
 })
 
 func renderSet(releaseName, ns string, vals map[string]any) []*unstructured.Unstructured {
@@ -110,6 +115,14 @@ var _ = Describe("Every rendered object", func() {
 			for _, obj := range objs {
 				Expect(apply(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(),
 					"server-side dry-run apply of %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+				if obj.GetKind() == "Deployment" {
+					// Pod Security admission enforces on pods only; check the
+					// operator's pod as the ReplicaSet would create it.
+					dep := &appsv1.Deployment{}
+					Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, dep)).To(Succeed())
+					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dep.Namespace, Name: dep.Name}, Spec: dep.Spec.Template.Spec}
+					Expect(k8sClient.Create(ctx, pod, client.DryRunAll)).To(Succeed(), "the operator pod under the restricted Pod Security Standard")
+				}
 			}
 		})
 	}
