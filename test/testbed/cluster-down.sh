@@ -16,6 +16,7 @@ stop() {
   [[ -r $f ]] || return 0
   if pid_alive "$name"; then
     read -r pid _ <"$f"
+    local t=$SECONDS
     kill -TERM "$pid" 2>/dev/null
     for _ in $(seq 100); do pid_alive "$name" || break; sleep 0.1; done
     if pid_alive "$name"; then
@@ -23,6 +24,7 @@ stop() {
       kill -KILL "$pid" 2>/dev/null
       for _ in $(seq 50); do pid_alive "$name" || break; sleep 0.1; done
     fi
+    ((SECONDS - t < 3)) || log "$name took $((SECONDS - t))s to stop"
   fi
   rm -f "$f"
 }
@@ -36,6 +38,9 @@ kill_pidfile() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+T0=$SECONDS
+phase() { log "$* ($((SECONDS - T0))s)"; }
+
 # 1. No new pods: the kubelet first, then every container through containerd.
 stop kubelet
 if pid_alive containerd; then
@@ -48,6 +53,7 @@ if pid_alive containerd; then
   mapfile -t ctrs < <("${CTR[@]}" containers ls -q 2>/dev/null)
   for c in "${ctrs[@]}"; do "${CTR[@]}" containers rm "$c" >/dev/null 2>&1; done
 fi
+phase "containers removed"
 for n in kube-proxy coredns kube-scheduler kube-controller-manager containerd forward kube-apiserver etcd; do
   stop "$n"
 done
@@ -60,6 +66,8 @@ fi
 if [[ -d $PIDS ]]; then
   for f in "$PIDS"/*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
 fi
+
+phase "processes stopped"
 
 # 2. Mounts: everything under our folders, deepest first.
 unmount_under() {
@@ -75,20 +83,30 @@ unmount_under "$TB_DIR"
 unmount_under "$RUN_DIR"
 unmount_under /run/containerd/s
 
+phase "unmounted"
+
 # 3. The network namespace (with it the veth pair, cni0 and every iptables rule).
 if [[ -e /run/netns/$NETNS ]]; then
   ip netns delete "$NETNS" 2>/dev/null || { umount "/run/netns/$NETNS" 2>/dev/null; rm -f "/run/netns/$NETNS"; }
 fi
-rmdir /run/netns 2>/dev/null || true
+# `ip netns add` made /run/netns a mount point of its own: undo it once empty.
+if [[ -d /run/netns && -z $(ls -A /run/netns) ]]; then
+  mountpoint -q /run/netns && umount /run/netns 2>/dev/null
+  rmdir /run/netns 2>/dev/null
+fi
 
 # 4. Files at paths fixed by kubelet, libcni and the shim; the testbed's data.
-rm -rf /var/lib/cni/results/testbed-* /var/lib/cni/networks/testbed
-rmdir /var/lib/cni/results /var/lib/cni/networks /var/lib/cni 2>/dev/null || true
+# rmdir_empty DIR: DIR and the empty folders under it, if nothing else is left.
+rmdir_empty() { [[ -d $1 ]] && find "$1" -depth -type d -empty -delete 2>/dev/null; true; }
+# libcni caches results per network: ours ("testbed") and containerd's loopback one.
+rm -rf /var/lib/cni/results/testbed-* /var/lib/cni/results/cni-loopback-* /var/lib/cni/networks/testbed
+rmdir_empty /var/lib/cni
 rm -rf /var/lib/kubelet/device-plugins /var/lib/kubelet/plugins /var/lib/kubelet/plugins_registry /var/lib/kubelet/pod-resources
-rmdir /var/lib/kubelet 2>/dev/null || true
+rmdir_empty /var/lib/kubelet
 rm -rf /var/log/containers
-rm -rf /run/containerd/s
-rmdir /run/containerd 2>/dev/null || true
+# The shim's sockets; runc's state of the (now dead) k8s.io containers.
+rm -rf /run/containerd/s /run/containerd/runc/k8s.io
+rmdir_empty /run/containerd
 rm -rf "$RUN_DIR"
 if [[ -d $TB_DIR ]]; then
   rm -rf "$TB_DIR"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc} "$TB_DIR/kubeconfig" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm"
@@ -101,4 +119,4 @@ for tree in /sys/fs/cgroup/*/; do
   done
 done
 true
-log "testbed down (logs kept in $LOGS)"
+log "testbed down in $((SECONDS - T0))s (logs kept in $LOGS)"

@@ -298,7 +298,7 @@ imageGCLowThresholdPercent: 99
 YAML
 mkdir -p "$TB_DIR/kubelet" "$TB_DIR/pod-logs"
 start kubelet "${B[kubelet]}" --config "$ETC/kubelet.yaml" \
-  --kubeconfig "$PKI/kubelet.kubeconfig" --root-dir "$TB_DIR/kubelet" \
+  --kubeconfig "$PKI/kubelet.kubeconfig" --root-dir "$TB_DIR/kubelet" --cert-dir "$TB_DIR/kubelet/pki" \
   --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 1
 
 # ---- kube-proxy (iptables mode)
