@@ -162,6 +162,7 @@ func TestEveryValuesSet(t *testing.T) {
 			g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 			g.Expect(c.Args).To(ContainElements(
 				"--metrics-bind-address=:8443",
+				"--metrics-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--health-probe-bind-address=:8081",
 				"--leader-elect=true",
 				"--leader-election-namespace="+namespace,
@@ -317,7 +318,11 @@ func TestDefaultValues(t *testing.T) {
 		fullname+"-webhook."+namespace,
 		fullname+"-webhook."+namespace+".svc",
 		fullname+"-webhook."+namespace+".svc.cluster.local",
-	))
+		fullname+"-metrics",
+		fullname+"-metrics."+namespace,
+		fullname+"-metrics."+namespace+".svc",
+		fullname+"-metrics."+namespace+".svc.cluster.local",
+	), "the operator serves webhooks and metrics with this certificate")
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		wh := r.find(kind, "", fullname)
 		g.Expect(wh.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+fullname+"-webhook"), kind)
@@ -403,7 +408,7 @@ func TestNoCertManagerValues(t *testing.T) {
 	g.Expect(block).NotTo(BeNil())
 	cert, err := x509.ParseCertificate(block.Bytes)
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{fullname + "-webhook." + namespace + ".svc", fullname + "-webhook." + namespace + ".svc.cluster.local"} {
+	for _, name := range []string{fullname + "-webhook." + namespace + ".svc", fullname + "-webhook." + namespace + ".svc.cluster.local", fullname + "-metrics." + namespace + ".svc"} {
 		_, err = cert.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		g.Expect(err).NotTo(HaveOccurred(), name)
 	}
@@ -477,6 +482,7 @@ func TestValues(t *testing.T) {
 			g.Expect(r.find("Role", "kube-system", fullname+"-leader-election")).NotTo(BeNil())
 			g.Expect(r.find("Service", namespace, fullname+"-metrics")).To(BeNil())
 			g.Expect(r.find("ClusterRole", "", fullname+"-metrics-auth")).To(BeNil())
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--metrics-cert-dir")))
 		},
 	}, {
 		name:   "leader election off with one replica",
@@ -519,6 +525,22 @@ func TestValues(t *testing.T) {
 			g.Expect(sel).To(HaveKeyWithValue("app.kubernetes.io/component", "metrics"))
 			g.Expect(r.find("Service", namespace, fullname+"-metrics").GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/component", "metrics"))
 			g.Expect(r.find("Service", namespace, fullname+"-webhook").GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/component", "operator"))
+			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			g.Expect(endpoints).To(ConsistOf(HaveKeyWithValue("tlsConfig", Equal(map[string]any{
+				"ca":         map[string]any{"secret": map[string]any{"name": fullname + "-webhook-tls", "key": "ca.crt"}},
+				"serverName": fullname + "-metrics." + namespace + ".svc",
+			}))), "scrapes verify the chart's certificate")
+		},
+	}, {
+		name:   "metrics with the operator's self-signed certificate",
+		values: "metrics: {useChartCertificate: false, serviceMonitor: {enabled: true}}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--metrics-cert-dir")))
+			cert := r.find("Certificate", namespace, fullname+"-webhook")
+			g.Expect(field(cert.Object, "spec", "dnsNames")).NotTo(ContainElement(HavePrefix(fullname + "-metrics")))
+			endpoints, _, _ := unstructured.NestedSlice(r.find("ServiceMonitor", namespace, fullname).Object, "spec", "endpoints")
+			g.Expect(endpoints).To(ConsistOf(HaveKeyWithValue("tlsConfig", Equal(map[string]any{"insecureSkipVerify": true}))))
 		},
 	}, {
 		name:   "no test hook",

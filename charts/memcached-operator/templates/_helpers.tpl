@@ -120,13 +120,25 @@ configurations.
 {{- end -}}
 
 {{/*
-webhookDNSNames are the names the API server may use to reach the webhook
-Service; the serving certificate covers all of them.
+servingDNSNames are the names the serving certificate covers: every name the
+API server may use for the webhook Service and, when the operator serves
+metrics with it, the metrics Service's, so scrapers can verify it too.
 */}}
-{{- define "memcached-operator.webhookDNSNames" -}}
-{{- $svc := include "memcached-operator.webhookServiceName" . -}}
+{{- define "memcached-operator.servingDNSNames" -}}
 {{- $ns := .Release.Namespace -}}
-{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) | toJson -}}
+{{- $services := list (include "memcached-operator.webhookServiceName" .) -}}
+{{- if and .Values.metrics.enabled .Values.metrics.useChartCertificate -}}
+{{- $services = append $services (include "memcached-operator.metricsServiceName" .) -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range $services -}}
+{{- $names = concat $names (list . (printf "%s.%s" . $ns) (printf "%s.%s.svc" . $ns) (printf "%s.%s.svc.%s" . $ns $.Values.clusterDomain)) -}}
+{{- end -}}
+{{- $names | toJson -}}
+{{- end -}}
+
+{{- define "memcached-operator.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "memcached-operator.fullname" .) -}}
 {{- end -}}
 
 {{/*
@@ -146,7 +158,7 @@ survive upgrades instead of changing the caBundle at every `helm upgrade`.
 {{- else -}}
 {{- $days := int .Values.selfSignedCerts.validityDays -}}
 {{- $ca := genCA (printf "%s-ca" (include "memcached-operator.fullname" .)) $days -}}
-{{- $dns := include "memcached-operator.webhookDNSNames" . | fromJsonArray -}}
+{{- $dns := include "memcached-operator.servingDNSNames" . | fromJsonArray -}}
 {{- $cert := genSignedCert (index $dns 2) nil $dns $days $ca -}}
 {{- $certs = dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key -}}
 {{- end -}}
