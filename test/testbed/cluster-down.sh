@@ -10,63 +10,78 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) == 0 ]] || die "run as root"
 
-# stop NAME: SIGTERM to the recorded process, SIGKILL after 10s.
+# stop NAME...: SIGTERM to each recorded process at once, then wait for
+# them; SIGKILL whatever is left after 10s.
 stop() {
-  local name=$1 f=$PIDS/$1.pid pid
-  [[ -r $f ]] || return 0
-  if pid_alive "$name"; then
-    read -r pid _ <"$f"
-    local t=$SECONDS
-    kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 100); do pid_alive "$name" || break; sleep 0.1; done
+  local name pid t=$SECONDS
+  for name in "$@"; do
+    if pid_alive "$name"; then read -r pid _ <"$PIDS/$name.pid"; kill -TERM "$pid" 2>/dev/null; fi
+  done
+  for name in "$@"; do
+    while pid_alive "$name" && ((SECONDS - t < 10)); do sleep 0.1; done
     if pid_alive "$name"; then
+      read -r pid _ <"$PIDS/$name.pid"
       log "$name ($pid) ignored SIGTERM: SIGKILL"
       kill -KILL "$pid" 2>/dev/null
       for _ in $(seq 50); do pid_alive "$name" || break; sleep 0.1; done
     fi
-    ((SECONDS - t < 3)) || log "$name took $((SECONDS - t))s to stop"
-  fi
-  rm -f "$f"
+    rm -f "$PIDS/$name.pid"
+  done
 }
 
-# kill_pidfile FILE: a PID that containerd or its shim recorded (shim.pid,
-# init.pid) — processes cluster-up.sh did not start itself but made exist.
-kill_pidfile() {
-  local pid
-  pid=$(<"$1") 2>/dev/null || return 0
-  [[ $pid =~ ^[0-9]+$ ]] || return 0
-  kill -KILL "$pid" 2>/dev/null || true
+# kill_recorded FILE...: SIGKILL to PIDs that runc and the shim recorded
+# (init.pid under containerd's state folder), then wait for them.
+kill_recorded() {
+  local f pid pids=()
+  for f in "$@"; do
+    pid=$(<"$f") 2>/dev/null || continue
+    [[ $pid =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do [[ -e /proc/$pid ]] || break; sleep 0.1; done
+  done
+}
+
+# kill_cgroup DIR: SIGKILL every process in the cgroup DIR and below (the
+# kernel's own record of what was started there), wait, remove the folders.
+kill_cgroup() {
+  local dir=$1 f pid
+  [[ -d $dir ]] || return 0
+  for _ in $(seq 50); do
+    local left=0
+    while IFS= read -r f; do
+      while read -r pid; do kill -KILL "$pid" 2>/dev/null; left=1; done <"$f"
+    done < <(find "$dir" -name cgroup.procs)
+    ((left)) || break
+    sleep 0.1
+  done
+  find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+  true
 }
 
 T0=$SECONDS
 phase() { log "$* ($((SECONDS - T0))s)"; }
 
-# 1. No new pods: the kubelet first, then every container through containerd.
+# 1. No new pods: the kubelet first, then containerd; the containers and
+# their shims by the PIDs recorded in containerd's state folder (the whole
+# containerd root is thrown away, so nothing needs deleting through its API).
 stop kubelet
-if pid_alive containerd; then
-  CTR=("$("$TOOL" ctr)" --address "$CONTAINERD_SOCK" -n k8s.io)
-  mapfile -t tasks < <("${CTR[@]}" tasks ls -q 2>/dev/null)
-  for t in "${tasks[@]}"; do "${CTR[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
-  for t in "${tasks[@]}"; do
-    for _ in $(seq 50); do "${CTR[@]}" tasks rm -f "$t" >/dev/null 2>&1 && break; sleep 0.1; done
-  done
-  mapfile -t ctrs < <("${CTR[@]}" containers ls -q 2>/dev/null)
-  for c in "${ctrs[@]}"; do "${CTR[@]}" containers rm "$c" >/dev/null 2>&1; done
-fi
-phase "containers removed"
-for n in kube-proxy coredns kube-scheduler kube-controller-manager containerd forward kube-apiserver etcd; do
-  stop "$n"
-done
-# Shims and container processes that outlived containerd (after a crash).
+stop containerd
 if [[ -d $RUN_DIR/containerd ]]; then
-  while IFS= read -r f; do kill_pidfile "$f"; done < <(find "$RUN_DIR/containerd" -name init.pid 2>/dev/null)
-  while IFS= read -r f; do kill_pidfile "$f"; done < <(find "$RUN_DIR/containerd" -name shim.pid 2>/dev/null)
+  mapfile -t inits < <(find "$RUN_DIR/containerd" -name init.pid 2>/dev/null)
+  kill_recorded "${inits[@]}"
 fi
-# Anything still recorded (an unknown name from a newer cluster-up.sh).
+# Whatever else runs in the pods' cgroups, then the shims in containerd's.
+kill_cgroup "$PODS_CG"
+kill_cgroup "$TRACK_CG"
+phase "containers stopped"
+stop kube-proxy coredns kube-scheduler kube-controller-manager
+stop forward kube-apiserver
+stop etcd
+# Anything still recorded (a name from a newer cluster-up.sh).
 if [[ -d $PIDS ]]; then
   for f in "$PIDS"/*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
 fi
-
 phase "processes stopped"
 
 # 2. Mounts: everything under our folders, deepest first.

@@ -149,6 +149,12 @@ state = "$RUN_DIR/containerd"
         SystemdCgroup = false
 TOML
 start containerd "${B[containerd]}" --config "$ETC/containerd.toml" --log-level warn
+if mkdir -p "$TRACK_CG" 2>/dev/null; then
+  read -r pid _ <"$PIDS/containerd.pid"
+  echo "$pid" >"$TRACK_CG/cgroup.procs"
+else
+  log "warning: no pids cgroup: cluster-down cannot find runc shims that outlive containerd"
+fi
 CTR=("${B[ctr]}" --address "$CONTAINERD_SOCK" -n k8s.io)
 wait_for containerd 30 "${CTR[@]}" version
 (

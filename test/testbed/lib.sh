@@ -27,6 +27,12 @@ DNS_IP=$NODE_IP
 APISERVER_HOST_ADDR=127.0.0.1:${TESTBED_APISERVER_PORT:-16443}
 CONTAINERD_SOCK=$RUN_DIR/containerd.sock
 
+# containerd runs in a pids cgroup of its own: the runc shims it forks stay
+# there (they outlive containerd and record their PID nowhere), so the
+# teardown finds exactly them. Pods live under the kubelet's kubepods cgroup.
+TRACK_CG=/sys/fs/cgroup/pids/memcached-operator-testbed
+PODS_CG=/sys/fs/cgroup/pids/kubepods
+
 PKI=$TB_DIR/pki
 LOGS=$TB_DIR/logs
 PIDS=$TB_DIR/pids
