@@ -5,6 +5,7 @@
 # that kubelet, libcni and the runc shim keep at fixed paths. Safe to run
 # twice and after a crash.
 set -uo pipefail
+TESTBED_USE_RUNNING=1
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -9,8 +9,9 @@ NETNS=${TESTBED_NETNS:-mcop-testbed}
 # to 108 bytes) outside the work tree.
 RUN_DIR=/run/memcached-operator-testbed
 TB_DIR=${TESTBED_DIR:-$REPO/_output/testbed}
-# A cluster started from another clone is found through this record.
-if [[ -z ${TESTBED_DIR:-} && -r $RUN_DIR/testbed-dir ]]; then
+# cluster-down.sh stops the cluster that runs, whichever clone started it:
+# cluster-up.sh records its folder here.
+if [[ ${TESTBED_USE_RUNNING:-} == 1 && -r $RUN_DIR/testbed-dir ]]; then
   TB_DIR=$(<"$RUN_DIR/testbed-dir")
 fi
 NODE_NAME=testbed
