@@ -76,7 +76,7 @@ func readEnv(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() //nolint:errcheck
+	defer func() { _ = f.Close() }()
 	env := map[string]string{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -40,13 +40,13 @@ func runForward(args []string) error {
 			return err
 		}
 		go func() {
-			defer c.Close() //nolint:errcheck
+			defer func() { _ = c.Close() }()
 			u, err := dial(*target)
 			if err != nil {
 				log.Printf("dial %s: %v", *target, err)
 				return
 			}
-			defer u.Close() //nolint:errcheck
+			defer func() { _ = u.Close() }()
 			done := make(chan struct{}, 2)
 			pipe := func(dst, src net.Conn) {
 				_, _ = io.Copy(dst, src)

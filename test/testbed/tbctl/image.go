@@ -124,7 +124,7 @@ func runImage(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir) //nolint:errcheck
+	defer func() { _ = os.RemoveAll(dir) }()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
@@ -243,7 +243,7 @@ func tarDir(dir, out string) error {
 		if err != nil {
 			return err
 		}
-		defer src.Close() //nolint:errcheck
+		defer func() { _ = src.Close() }()
 		_, err = io.Copy(tw, src)
 		return err
 	})

@@ -78,7 +78,9 @@ func run() error {
 	utilruntime.Must(apiextv1.AddToScheme(scheme))
 
 	if kubeconfig != "" {
-		os.Setenv("KUBECONFIG", kubeconfig) //nolint:errcheck
+		if err := os.Setenv("KUBECONFIG", kubeconfig); err != nil {
+			return err
+		}
 	}
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
