@@ -192,6 +192,12 @@ func TestEveryValuesSet(t *testing.T) {
 			g.Expect(check.Spec.Containers[0].Image).To(Equal(c.Image))
 			g.Expect(check.Spec.Containers[0].Command).To(Equal([]string{"/memcached-operator-check"}))
 			g.Expect(check.Spec.ServiceAccountName).To(Equal(fullname + "-test"))
+			// `helm test --logs` reads every test hook's logs as a pod's.
+			for _, o := range r {
+				if o.GetAnnotations()["helm.sh/hook"] == "test" {
+					g.Expect(o.GetKind()).To(Equal("Pod"), "test hook %s/%s", o.GetKind(), o.GetName())
+				}
+			}
 		})
 	}
 }

@@ -28,6 +28,7 @@ const (
 	release           = "memcached-operator"
 	operatorNamespace = "memcached-operator-system"
 	appNamespace      = "e2e-apps"
+	ignoredNamespace  = "e2e-ignored"
 	chart             = "charts/memcached-operator"
 	operatorSelector  = "app.kubernetes.io/name=memcached-operator,app.kubernetes.io/instance=memcached-operator,app.kubernetes.io/component=operator"
 	wait              = 3 * time.Minute
@@ -128,6 +129,9 @@ var _ = Describe("memcached-operator installed with Helm", Ordered, Label("opera
 
 	BeforeAll(func() {
 		Expect(images["MEMCACHED_IMAGE"]).NotTo(BeEmpty(), "images.env has no MEMCACHED_IMAGE")
+		// Start from a clean slate on a cluster an earlier run left up (KEEP_CLUSTER=1).
+		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
+		mustRun(kubectl("delete", "namespace", appNamespace, ignoredNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(appNamespace)))
 		start := time.Now()
 		mustRun(helm(append([]string{"install", release, chart}, installArgs()...)...))
@@ -355,7 +359,7 @@ spec: {size: 1}`))
 
 	It("in namespace-scoped mode, reconciles only its namespaces with Role-only RBAC", func() {
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--wait"))
-		const ignored = "e2e-ignored"
+		const ignored = ignoredNamespace
 		mustRun(kubectlApply(namespaceManifest(ignored)))
 		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "watchNamespaces={"+appNamespace+"}")...)...))
 
