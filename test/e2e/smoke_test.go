@@ -50,16 +50,6 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 		})
 	})
 
-	restricted := func(uid int64) *corev1.SecurityContext {
-		return &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To(uid),
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		}
-	}
 	webPodSpec := func() corev1.PodSpec {
 		return corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
@@ -67,7 +57,7 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 				Name: "web", Image: probe, ImagePullPolicy: corev1.PullIfNotPresent,
 				Args:            []string{"serve", ":8080"},
 				Ports:           []corev1.ContainerPort{{ContainerPort: 8080}},
-				SecurityContext: restricted(65532),
+				SecurityContext: restrictedContext(65532),
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
 					PeriodSeconds: 1,
@@ -100,7 +90,7 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 				TerminationGracePeriodSeconds: ptr.To[int64](1),
 				Containers: []corev1.Container{{
 					Name: "probe", Image: probe, ImagePullPolicy: corev1.PullIfNotPresent,
-					Args: args, SecurityContext: restricted(65532),
+					Args: args, SecurityContext: restrictedContext(65532),
 				}},
 			},
 		}
@@ -209,7 +199,7 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 						Name: "memcached", Image: img, ImagePullPolicy: corev1.PullIfNotPresent,
 						Args:            []string{"-p", "11211", "-U", "0", "-m", "64"},
 						Ports:           []corev1.ContainerPort{{ContainerPort: 11211}},
-						SecurityContext: restricted(11211),
+						SecurityContext: restrictedContext(11211),
 						ReadinessProbe: &corev1.Probe{
 							ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(11211)}},
 							PeriodSeconds: 1,

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/test/testenv"
 )
 
 var (
@@ -36,7 +38,7 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "e2e (testbed cluster)")
+	testenv.RunSpecs(t, "e2e (testbed cluster)")
 }
 
 // testbedDir is where `make cluster-up` keeps the kubeconfig and images.env.
