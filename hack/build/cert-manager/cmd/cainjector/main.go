@@ -5,10 +5,8 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"github.com/cert-manager/cert-manager/memcached-operator-testbed/internal/cmdutil"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -29,18 +27,9 @@ import (
 	"github.com/cert-manager/cert-manager/pkg/util"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdutil.Main(run) }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logf.InitLogs()
-	defer logf.FlushLogs()
+func run(ctx context.Context) error {
 
 	var (
 		kubeconfig, namespace, leNamespace, metricsAddr string

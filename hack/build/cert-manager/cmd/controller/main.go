@@ -8,14 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cert-manager/cert-manager/memcached-operator-testbed/internal/cmdutil"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -68,18 +67,12 @@ type flags struct {
 	metricsAddr, healthzAddr                                       string
 }
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdutil.Main(run) }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func run(ctx context.Context) error {
+	// Failing to start the controllers as leader ends the process.
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	logf.InitLogs()
-	defer logf.FlushLogs()
 
 	var f flags
 	logging := logsapi.NewLoggingConfiguration()

@@ -6,9 +6,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/cert-manager/cert-manager/memcached-operator-testbed/internal/cmdutil"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -17,18 +16,9 @@ import (
 	"github.com/cert-manager/cert-manager/pkg/webhook/options"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdutil.Main(run) }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logf.InitLogs()
-	defer logf.FlushLogs()
+func run(ctx context.Context) error {
 
 	cfg, err := options.NewWebhookConfiguration()
 	if err != nil {
