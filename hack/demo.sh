@@ -44,6 +44,8 @@ done_step
 step "Resize as the tutorial does: kubectl patch to 5"
 show "$KUBECTL" patch -n "$APPS" memcached memcached-sample -p '{"spec":{"size": 5}}' --type=merge
 show "$KUBECTL" wait -n "$APPS" --for=jsonpath='{.status.readyReplicas}'=5 memcached/memcached-sample --timeout=3m
+# Ready is not yet Available: each new pod must stay ready for minReadySeconds.
+show "$KUBECTL" wait -n "$APPS" --for=condition=Available memcached/memcached-sample --timeout=3m
 show "$KUBECTL" get -n "$APPS" mc memcached-sample
 done_step
 
