@@ -22,9 +22,10 @@ import (
 )
 
 func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-"}}
-	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	return ns.Name
+	GinkgoHelper()
+	ns, err := testenv.NewNamespace(ctx, k8s, "wh-")
+	Expect(err).NotTo(HaveOccurred())
+	return ns
 }
 
 func memcachedIn(ns string, mutate func(*cachev1alpha1.MemcachedSpec)) *cachev1alpha1.Memcached {

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -88,4 +92,14 @@ func RunSpecs(t *testing.T, description string) bool {
 	reporter.Verbose = reporter.Verbose || testing.Verbose()
 	reporter.NoColor = reporter.NoColor || os.Getenv("CI") != ""
 	return ginkgo.RunSpecs(t, description, suite, reporter)
+}
+
+// NewNamespace creates a namespace with a generated name from prefix, so that
+// specs never see each other's objects, and returns its name.
+func NewNamespace(ctx context.Context, c client.Client, prefix string) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := c.Create(ctx, ns); err != nil {
+		return "", fmt.Errorf("creating namespace %s*: %w", prefix, err)
+	}
+	return ns.Name, nil
 }

@@ -23,13 +23,14 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/test/testenv"
 )
 
-// newNamespace gives each spec its own namespace, so specs never see each other's objects.
 func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mc-"}}
-	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	return ns.Name
+	GinkgoHelper()
+	ns, err := testenv.NewNamespace(ctx, k8s, "mc-")
+	Expect(err).NotTo(HaveOccurred())
+	return ns
 }
 
 // sample is the operator-sdk tutorial's sample CR, unchanged but for its namespace.
