@@ -49,12 +49,7 @@ func run(ctx context.Context) error {
 	fs.DurationVar(&renewDeadline, "leader-election-renew-deadline", 40*time.Second, "renew deadline")
 	fs.DurationVar(&retryPeriod, "leader-election-retry-period", 15*time.Second, "retry period")
 	fs.StringVar(&metricsAddr, "metrics-listen-address", "0", "metrics address ('0' disables)")
-	fs.String("config", "", "ignored by this build")
-	logf.AddFlags(logging, fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		return err
-	}
-	if err := logf.ValidateAndApply(logging); err != nil {
+	if err := cmdutil.ParseFlags(fs, logging); err != nil {
 		return err
 	}
 	ctrl.SetLogger(logf.Log)

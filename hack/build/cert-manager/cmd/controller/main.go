@@ -100,12 +100,7 @@ func run(ctx context.Context) error {
 	fs.IntVar(&f.workers, "concurrent-workers", 5, "workers per controller")
 	fs.StringVar(&f.metricsAddr, "metrics-listen-address", "0.0.0.0:9402", "metrics address ('0' disables)")
 	fs.StringVar(&f.healthzAddr, "internal-healthz-listen-address", "0.0.0.0:9403", "address of /livez and /healthz")
-	fs.String("config", "", "ignored by this build")
-	logf.AddFlags(logging, fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		return err
-	}
-	if err := logf.ValidateAndApply(logging); err != nil {
+	if err := cmdutil.ParseFlags(fs, logging); err != nil {
 		return err
 	}
 	log := logf.Log.WithName("controller")

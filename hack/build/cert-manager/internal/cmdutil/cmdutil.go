@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
 // Main runs run with that context and exits non-zero when it fails.
@@ -23,4 +25,16 @@ func Main(run func(ctx context.Context) error) {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// ParseFlags adds cert-manager's logging flags and the chart's --config (which
+// these mains ignore) to fs, parses the command line and applies the logging
+// settings.
+func ParseFlags(fs *pflag.FlagSet, logging *logsapi.LoggingConfiguration) error {
+	fs.String("config", "", "ignored by this build")
+	logf.AddFlags(logging, fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	return logf.ValidateAndApply(logging)
 }
