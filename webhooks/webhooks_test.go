@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -129,6 +130,10 @@ var _ = Describe("Validating webhook", func() {
 			s.MemoryLimitMB, s.MaxItemSize = ptr.To[int32](64), ptr.To("40m")
 		}, "spec.maxItemSize", "at most half of memoryLimitMB"),
 		Entry("an extra arg that a field owns", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-m", "10"} }, "spec.extraArgs[0]", "set by spec.memoryLimitMB"),
+		// The CRD's CEL rule, so it holds with the webhooks off too.
+		Entry("both PDB bounds (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		}, "spec", "set minAvailable or maxUnavailable, not both"),
 		Entry("a reserved pod label", func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodLabels = map[string]string{"app.kubernetes.io/instance": "other"}
 		}, "spec.podLabels[app.kubernetes.io/instance]", "cannot be overridden"),

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -118,9 +117,6 @@ func TestValidateCreate(t *testing.T) {
 		{name: "reserved pod label", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodLabels = map[string]string{"app.kubernetes.io/instance": "x", "team": "a"}
 		}, errPaths: []string{"spec.podLabels[app.kubernetes.io/instance]"}},
-		{name: "both PDB bounds", mutate: func(s *cachev1alpha1.MemcachedSpec) {
-			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
-		}, errPaths: []string{"spec.podDisruptionBudget"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

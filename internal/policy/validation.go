@@ -91,10 +91,6 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 				"the operator selects its pods by this label; it cannot be overridden"))
 		}
 	}
-	if pdb := spec.PodDisruptionBudget; pdb != nil && pdb.MinAvailable != nil && pdb.MaxUnavailable != nil {
-		errs = append(errs, field.Invalid(path.Child("podDisruptionBudget"), "minAvailable and maxUnavailable",
-			"set minAvailable or maxUnavailable, not both"))
-	}
 	return errs
 }
 
