@@ -62,7 +62,7 @@ func main() {
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder with the webhook server's tls.crt and tls.key; rotated files are picked up without restart.")
-	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size the webhook accepts (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
+	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -117,10 +117,13 @@ func run(o options) error {
 	}
 
 	defaults := policy.Config{DefaultImage: o.defaultImage}
+	limits := policy.Limits{MaxSize: int32(o.maxSize)}
 	if err := (&memcached.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("memcached-operator"),
-		Defaults: defaults,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("memcached-operator"),
+		Defaults:  defaults,
+		Limits:    limits,
 	}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}
@@ -132,7 +135,7 @@ func run(o options) error {
 	if o.enableWebhooks {
 		if err := webhooks.SetupWithManager(mgr, webhooks.Options{
 			Defaults: defaults,
-			Limits:   policy.Limits{MaxSize: int32(o.maxSize)},
+			Limits:   limits,
 		}); err != nil {
 			return fmt.Errorf("setting up webhooks: %w", err)
 		}

@@ -24,7 +24,9 @@ const (
 	// memoryHeadroomPercent leaves room inside the container limit for
 	// memcached's connection buffers and hash table, which -m does not count.
 	memoryHeadroomPercent = 90
-	maxDerivedThreads     = 64
+	// MinMemoryLimitMB is the least item memory the schema allows.
+	MinMemoryLimitMB  = 8
+	maxDerivedThreads = 64
 )
 
 // Config is what defaulting takes from the operator's flags.
@@ -33,10 +35,12 @@ type Config struct {
 	DefaultImage string
 }
 
-// Default fills every field the user left empty, and only those, so that it is
-// idempotent and never overrides a user's choice. Settings that a container
-// limit bounds are derived from it: item memory from the memory limit, worker
-// threads from the CPU limit.
+// Default fills the fields a user left empty with values that depend on
+// nothing else, and only those, so that it is idempotent and never overrides
+// a user's choice. The image is pinned here, at admission: an operator
+// upgrade that changes --default-image then never rolls existing fleets.
+// memoryLimitMB and threads are left empty on purpose: they follow the
+// container's limits, so Resolve derives them each time pods are built.
 func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	setIfNil(&spec.Size, DefaultSize)
 	if spec.Image == nil && cfg.DefaultImage != "" {
@@ -44,11 +48,20 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	}
 	setIfNil(&spec.ImagePullPolicy, DefaultPullPolicy)
 	setIfNil(&spec.Port, DefaultPort)
-	setIfNil(&spec.MemoryLimitMB, derivedMemoryLimitMB(spec.Resources))
 	setIfNil(&spec.MaxConnections, DefaultMaxConnections)
-	setIfNil(&spec.Threads, derivedThreads(spec.Resources))
 	setIfNil(&spec.MaxItemSize, DefaultMaxItemSize)
 	setIfNil(&spec.Verbosity, DefaultVerbosity)
+}
+
+// Resolve is the spec the pods are built from: Default's values, then item
+// memory derived from the memory limit and worker threads from the CPU limit
+// where the user set neither. It works on a copy and leaves spec alone.
+func Resolve(spec *cachev1alpha1.MemcachedSpec, cfg Config) *cachev1alpha1.MemcachedSpec {
+	out := spec.DeepCopy()
+	Default(out, cfg)
+	setIfNil(&out.MemoryLimitMB, derivedMemoryLimitMB(out.Resources))
+	setIfNil(&out.Threads, derivedThreads(out.Resources))
+	return out
 }
 
 func setIfNil[T any](field **T, value T) {
@@ -63,7 +76,7 @@ func derivedMemoryLimitMB(res *corev1.ResourceRequirements) int32 {
 		return DefaultMemoryLimitMB
 	}
 	mb := limit.Value() / (1 << 20) * memoryHeadroomPercent / 100
-	return int32(max(8, min(mb, 1<<20)))
+	return int32(max(MinMemoryLimitMB, min(mb, 1<<20)))
 }
 
 func derivedThreads(res *corev1.ResourceRequirements) int32 {

@@ -1,11 +1,15 @@
 package policy_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -37,9 +41,9 @@ func TestDefault(t *testing.T) {
 			g.Expect(*s.Image).To(Equal("memcached:test"))
 			g.Expect(*s.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
 			g.Expect(*s.Port).To(Equal(int32(11211)))
-			g.Expect(*s.MemoryLimitMB).To(Equal(int32(64)))
+			g.Expect(s.MemoryLimitMB).To(BeNil(), "derived at build time, never stored")
 			g.Expect(*s.MaxConnections).To(Equal(int32(1024)))
-			g.Expect(*s.Threads).To(Equal(int32(4)))
+			g.Expect(s.Threads).To(BeNil(), "derived at build time, never stored")
 			g.Expect(*s.MaxItemSize).To(Equal("1m"))
 			g.Expect(*s.Verbosity).To(BeZero())
 		},
@@ -51,20 +55,6 @@ func TestDefault(t *testing.T) {
 			g.Expect(*s.Image).To(Equal("mine"))
 			g.Expect(*s.Port).To(Equal(int32(1234)))
 			g.Expect(*s.MemoryLimitMB).To(Equal(int32(10)))
-		},
-	}, {
-		name: "memory and threads derive from the container limits",
-		in:   cachev1alpha1.MemcachedSpec{Resources: limits("1Gi", "1500m")},
-		check: func(g Gomega, s cachev1alpha1.MemcachedSpec) {
-			g.Expect(*s.MemoryLimitMB).To(Equal(int32(921)))
-			g.Expect(*s.Threads).To(Equal(int32(2)))
-		},
-	}, {
-		name: "a tiny memory limit still leaves memcached its minimum",
-		in:   cachev1alpha1.MemcachedSpec{Resources: limits("4Mi", "")},
-		check: func(g Gomega, s cachev1alpha1.MemcachedSpec) {
-			g.Expect(*s.MemoryLimitMB).To(Equal(int32(8)))
-			g.Expect(*s.Threads).To(Equal(int32(4)))
 		},
 	}}
 	for _, tt := range tests {
@@ -78,6 +68,63 @@ func TestDefault(t *testing.T) {
 			g.Expect(again).To(Equal(spec), "defaulting must be idempotent")
 		})
 	}
+}
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		name            string
+		in              cachev1alpha1.MemcachedSpec
+		memory, threads int32
+	}{
+		{name: "no limits: memcached's own defaults", memory: 64, threads: 4},
+		{name: "memory and threads derive from the container limits", in: cachev1alpha1.MemcachedSpec{Resources: limits("1Gi", "1500m")}, memory: 921, threads: 2},
+		{name: "a tiny memory limit still leaves memcached its minimum", in: cachev1alpha1.MemcachedSpec{Resources: limits("4Mi", "")}, memory: 8, threads: 4},
+		{name: "user values win", in: cachev1alpha1.MemcachedSpec{Resources: limits("1Gi", "8"), MemoryLimitMB: ptr.To[int32](100), Threads: ptr.To[int32](2)}, memory: 100, threads: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			in := tt.in.DeepCopy()
+			out := policy.Resolve(in, cfg)
+			g.Expect(*out.MemoryLimitMB).To(Equal(tt.memory))
+			g.Expect(*out.Threads).To(Equal(tt.threads))
+			g.Expect(*out.Image).To(Equal("memcached:test"))
+			g.Expect(*in).To(Equal(tt.in), "Resolve works on a copy")
+		})
+	}
+}
+
+func TestDerivedMemoryFollowsTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	// Created with a 256Mi limit and no memoryLimitMB: nothing derived is stored.
+	old := defaulted(func(s *cachev1alpha1.MemcachedSpec) { s.Resources = limits("256Mi", "") })
+	g.Expect(old.Spec.MemoryLimitMB).To(BeNil())
+	g.Expect(*policy.Resolve(&old.Spec, cfg).MemoryLimitMB).To(Equal(int32(230)))
+	for _, mem := range []string{"128Mi", "1Gi"} {
+		mc := old.DeepCopy()
+		mc.Spec.Resources = limits(mem, "")
+		errs, _ := policy.ValidateUpdate(old, mc, policy.Limits{MaxSize: 10})
+		g.Expect(errs).To(BeEmpty(), "changing the memory limit to %s", mem)
+	}
+	lowered := old.DeepCopy()
+	lowered.Spec.Resources = limits("128Mi", "")
+	g.Expect(*policy.Resolve(&lowered.Spec, cfg).MemoryLimitMB).To(Equal(int32(115)), "-m follows the new limit")
+
+	// A memoryLimitMB the user wrote is held to the limit, on that field.
+	set := old.DeepCopy()
+	set.Spec.MemoryLimitMB = ptr.To[int32](200)
+	tooSmall := set.DeepCopy()
+	tooSmall.Spec.Resources = limits("128Mi", "")
+	errs, _ := policy.ValidateUpdate(set, tooSmall, policy.Limits{MaxSize: 10})
+	g.Expect(paths(errs)).To(ConsistOf("spec.memoryLimitMB"))
+}
+
+func paths(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Field)
+	}
+	return out
 }
 
 func defaulted(mutate func(*cachev1alpha1.MemcachedSpec)) *cachev1alpha1.Memcached {
@@ -94,6 +141,7 @@ func TestValidateCreate(t *testing.T) {
 	lim := policy.Limits{MaxSize: 10}
 	tests := []struct {
 		name     string
+		mcName   string
 		mutate   func(*cachev1alpha1.MemcachedSpec)
 		errPaths []string
 		warning  string
@@ -105,34 +153,96 @@ func TestValidateCreate(t *testing.T) {
 		{name: "size 0 warns", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](0) }, warning: "spec.size is 0"},
 		{name: "no memory limit warns", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Resources = nil }, warning: "limits.memory is not set"},
 		{name: "blank image", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To(" ") }, errPaths: []string{"spec.image"}},
+		{name: "image with a trailing space", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:1.6 ") }, errPaths: []string{"spec.image"}},
 		{name: "memory above the container limit", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](200) }, errPaths: []string{"spec.memoryLimitMB"}},
+		{name: "a memory limit too small for the derived minimum", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Resources = limits("4Mi", "") },
+			errPaths: []string{"spec.resources.limits.memory"}},
 		{name: "item size above half the memory", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.MemoryLimitMB, s.MaxItemSize = ptr.To[int32](64), ptr.To("33m")
 		}, errPaths: []string{"spec.maxItemSize"}},
+		{name: "item size above half the derived memory", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("64m") }, errPaths: []string{"spec.maxItemSize"}},
 		{name: "item size below 1k", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("512") }, errPaths: []string{"spec.maxItemSize"}},
 		{name: "item size unparsable", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("1g") }, errPaths: []string{"spec.maxItemSize"}},
-		{name: "extra args owned by fields or fatal", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+		{name: "extra args that fields own or that break the container", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			// getopt reads "--port=1" as -m's value, as memcached would.
 			s.ExtraArgs = []string{"-o", "modern", "-m", "--port=1", "-d"}
-		}, errPaths: []string{"spec.extraArgs[2]", "spec.extraArgs[3]", "spec.extraArgs[4]"}},
+		}, errPaths: []string{"spec.extraArgs[2]", "spec.extraArgs[4]"}},
+		{name: "allowed extra args", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-o", "modern,maxconns_fast", "--disable-cas", "-MF", "-R20", "--listen-backlog", "512", "-B", "ascii", "--slab-g=1.1"}
+		}},
 		{name: "reserved pod label", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodLabels = map[string]string{"app.kubernetes.io/instance": "x", "team": "a"}
 		}, errPaths: []string{"spec.podLabels[app.kubernetes.io/instance]"}},
+		{name: "invalid label key and value", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodLabels = map[string]string{"bad key": "x", "team": "-nope-"}
+		}, errPaths: []string{"spec.podLabels", "spec.podLabels"}},
+		{name: "invalid annotation key", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = map[string]string{"a/b/c": "x"} },
+			errPaths: []string{"spec.podAnnotations"}},
+		{name: "invalid nodeSelector", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.NodeSelector = map[string]string{"pool": "a b"} },
+			errPaths: []string{"spec.nodeSelector"}},
+		{name: "PDB bounds that are no number or percentage", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("lots"))}
+		}, errPaths: []string{"spec.podDisruptionBudget.minAvailable"}},
+		{name: "PDB percentage above 100", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("150%"))}
+		}, errPaths: []string{"spec.podDisruptionBudget.maxUnavailable"}},
+		{name: "negative PDB bound", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(-1))}
+		}, errPaths: []string{"spec.podDisruptionBudget.maxUnavailable"}},
+		{name: "toleration with a value under Exists", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}}
+		}, errPaths: []string{"spec.tolerations[0].value"}},
+		{name: "spread constraint without a key or skew", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}, errPaths: []string{"spec.topologySpreadConstraints[0].maxSkew", "spec.topologySpreadConstraints[0].topologyKey"}},
+		{name: "requests above limits", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, errPaths: []string{"spec.resources.requests[memory]"}},
+		{name: "a name that is not a DNS-1035 label", mcName: "cache.v2", errPaths: []string{"metadata.name"}},
+		{name: "a name that starts with a digit", mcName: "1cache", errPaths: []string{"metadata.name"}},
+		{name: "a name longer than 63 characters", mcName: strings.Repeat("a", 64), errPaths: []string{"metadata.name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			errs, warnings := policy.ValidateCreate(defaulted(tt.mutate), lim)
-			var paths []string
-			for _, e := range errs {
-				paths = append(paths, e.Field)
+			mc := defaulted(tt.mutate)
+			if tt.mcName != "" {
+				mc.Name = tt.mcName
 			}
+			errs, warnings := policy.ValidateCreate(mc, lim)
 			if tt.errPaths == nil {
 				g.Expect(errs).To(BeEmpty())
 			} else {
-				g.Expect(paths).To(ConsistOf(tt.errPaths))
+				g.Expect(paths(errs)).To(ConsistOf(tt.errPaths))
 			}
 			if tt.warning != "" {
 				g.Expect(warnings).To(ContainElement(ContainSubstring(tt.warning)))
+			}
+		})
+	}
+}
+
+// TestExtraArgsBypasses holds every spelling of an owned or fatal option
+// that memcached's getopt_long would read, each rejected at its index.
+func TestExtraArgsBypasses(t *testing.T) {
+	for _, args := range [][]string{
+		{"-m2048"}, {"-m 2048"}, {"-m", "2048"}, {"--memory-limit=4096"}, {"--memory-limit", "4096"}, {"--memory-l=1"},
+		{"-vd"}, {"-dv"}, {"-Mv"}, {"-Md"}, {"-v"}, {"-vvv"}, {"--verbose"},
+		{"--port=1"}, {"--port", "1"}, {"--po=1"}, {"-p1"}, {"-c1"}, {"--conn=1"}, {"-t", "2"}, {"--thr=2"}, {"-I2m"}, {"--max-item=2m"},
+		{"--daemon"}, {"--da"}, {"-d"}, {"-u", "root"}, {"-uroot"}, {"--user=root"},
+		{"-l", "127.0.0.1"}, {"--listen=127.0.0.1"}, {"-s/tmp/sock"}, {"-U", "11211"}, {"-A"}, {"-h"}, {"-V"},
+		{"-Z"}, {"-o", "ssl_chain_cert=/x"}, {"-o", "modern,ext_path=/x:1G"},
+		{"--mem=1"},                                      // ambiguous: --memory-limit, --memory-file
+		{"--nope"}, {"-q"}, {"modern"}, {"-"}, {"--"}, {"-R"}, // unknown, positional, missing value
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			g := NewWithT(t)
+			mc := defaulted(func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append([]string{"-C"}, args...) })
+			errs, _ := policy.ValidateCreate(mc, policy.Limits{})
+			g.Expect(errs).NotTo(BeEmpty())
+			for _, p := range paths(errs) {
+				g.Expect(p).To(HavePrefix("spec.extraArgs["))
+				g.Expect(p).NotTo(Equal("spec.extraArgs[0]"), "-C is allowed; the error is on the offending argument")
 			}
 		})
 	}
@@ -144,34 +254,58 @@ func TestValidateUpdate(t *testing.T) {
 		name     string
 		old, new func(*cachev1alpha1.MemcachedSpec)
 		errPaths []string
-		restarts bool
+		warnings []string
 	}{
 		{name: "resize within bounds", new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) }},
-		{name: "port is immutable", new: func(s *cachev1alpha1.MemcachedSpec) { s.Port = ptr.To[int32](11212) }, errPaths: []string{"spec.port"}, restarts: true},
 		{name: "size above a lowered --max-size is kept while unchanged",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
-			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20); s.Threads = ptr.To[int32](2) }, restarts: true},
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20); s.MaxConnections = ptr.To[int32](2) }, warnings: []string{policy.RestartWarning}},
 		{name: "size above --max-size cannot grow",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](21) }, errPaths: []string{"spec.size"}},
-		{name: "image change warns that pods restart", new: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:2") }, restarts: true},
+		{name: "size above --max-size may move down",
+			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](50) },
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](40) }},
+		{name: "image change warns that pods restart", new: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:2") }, warnings: []string{policy.RestartWarning}},
+		{name: "a value stored before a rule tightened does not block other edits",
+			old: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-L"} },
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-L"}; s.Size = ptr.To[int32](3) }},
+		{name: "but a new bad value in the same place is judged",
+			old: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-L"} },
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-k"} }, errPaths: []string{"spec.extraArgs[0]"}, warnings: []string{policy.RestartWarning}},
+		{name: "size warnings only when size changes",
+			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1); s.Resources = nil },
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1); s.Resources = nil; s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)} }},
+		{name: "size 1 warns when it becomes 1", new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1) },
+			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) }, warnings: []string{"spec.size is 1: every restart or node drain empties the whole cache"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			errs, warnings := policy.ValidateUpdate(defaulted(tt.old), defaulted(tt.new), lim)
-			var paths []string
-			for _, e := range errs {
-				paths = append(paths, e.Field)
-			}
-			g.Expect(paths).To(ConsistOf(tt.errPaths))
-			restartWarning := ContainElement(ContainSubstring("replaces every memcached pod"))
-			if tt.restarts {
-				g.Expect(warnings).To(restartWarning)
-			} else {
-				g.Expect(warnings).NotTo(restartWarning)
-			}
+			g.Expect(paths(errs)).To(ConsistOf(tt.errPaths))
+			g.Expect(warnings).To(ConsistOf(tt.warnings))
 		})
+	}
+}
+
+// TestUpdatesThatNeverBlock: an object that a tightened rule now refuses can
+// still be labelled, have its finalizers removed, and be deleted.
+func TestUpdatesThatNeverBlock(t *testing.T) {
+	g := NewWithT(t)
+	broken := defaulted(func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"}; s.Size = ptr.To[int32](50); s.Resources = nil })
+	broken.Name = "Not.A.Label"
+	broken.Finalizers = []string{"foregroundDeletion"}
+	labelled := broken.DeepCopy()
+	labelled.Labels = map[string]string{"team": "a"}
+	deleting := broken.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{}
+	deleting.Finalizers = nil
+	deleting.Spec.Size = ptr.To[int32](60)
+	for _, mc := range []*cachev1alpha1.Memcached{labelled, deleting} {
+		errs, warnings := policy.ValidateUpdate(broken, mc, policy.Limits{MaxSize: 10})
+		g.Expect(errs).To(BeEmpty())
+		g.Expect(warnings).To(BeEmpty())
 	}
 }
 

@@ -2,11 +2,14 @@ package policy
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
@@ -20,74 +23,117 @@ type Limits struct {
 // Warnings are legal but risky choices, returned to the client as admission warnings.
 type Warnings []string
 
-// reservedArgs are the memcached options that spec fields own, and options
-// that would break the container (daemonizing exits PID 1; -u needs root).
-var reservedArgs = map[string]string{
-	"-p": "port", "--port": "port",
-	"-m": "memoryLimitMB", "--memory-limit": "memoryLimitMB",
-	"-c": "maxConnections", "--conn-limit": "maxConnections",
-	"-t": "threads", "--threads": "threads",
-	"-I": "maxItemSize", "--max-item-size": "maxItemSize",
-	"-v": "verbosity", "-vv": "verbosity", "-vvv": "verbosity",
-	"-d": "", "--daemon": "", "-u": "", "--user": "",
-}
-
 // ReservedPodLabels are the labels the operator selects its pods by; podLabels
 // may not override them or the Deployment would lose its pods.
 var ReservedPodLabels = []string{
 	"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
 }
 
-// ValidateCreate checks a new, defaulted Memcached.
-func ValidateCreate(mc *cachev1alpha1.Memcached, limits Limits) (field.ErrorList, Warnings) {
-	spec := field.NewPath("spec")
-	errs := ValidateSize(spec.Child("size"), mc.Spec.Size, nil, limits)
-	errs = append(errs, validateSpec(spec, &mc.Spec)...)
-	return errs, specWarnings(&mc.Spec)
+// RestartWarning is returned for an update that changes the pod template.
+const RestartWarning = "this change replaces every memcached pod, one at a time; each new pod starts with an empty cache"
+
+// Validate checks everything about a Memcached that needs neither the
+// operator's flags nor its previous version: a Memcached that passes builds
+// a Deployment, Service and PodDisruptionBudget the API server accepts.
+// Admission and the controller both call it, so the rules hold where the
+// webhooks do not run.
+func Validate(mc *cachev1alpha1.Memcached) field.ErrorList {
+	errs := validateName(field.NewPath("metadata", "name"), mc.Name)
+	return append(errs, validateSpec(field.NewPath("spec"), &mc.Spec)...)
 }
 
-// ValidateUpdate checks a change to a Memcached: everything ValidateCreate
-// checks, plus the fields that cannot change in place.
+// ValidateCreate checks a new, defaulted Memcached.
+func ValidateCreate(mc *cachev1alpha1.Memcached, limits Limits) (field.ErrorList, Warnings) {
+	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, limits)
+	errs = append(errs, Validate(mc)...)
+	return errs, specWarnings(nil, &mc.Spec)
+}
+
+// ValidateUpdate checks a change to a Memcached. It ratchets: a value that
+// was already there and already broke a rule (a rule tightened since, or an
+// object stored while admission was bypassed) is not held against an update
+// that leaves it alone, so labelling, finalizer removal and deletion are never
+// blocked and only what changed is judged. Warnings, likewise, speak only of
+// what changed.
 func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.ErrorList, Warnings) {
-	spec := field.NewPath("spec")
-	errs := ValidateSize(spec.Child("size"), mc.Spec.Size, oldMC.Spec.Size, limits)
-	errs = append(errs, validateSpec(spec, &mc.Spec)...)
-	errs = append(errs, validateImmutable(spec, &oldMC.Spec, &mc.Spec)...)
-	warnings := specWarnings(&mc.Spec)
+	if mc.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldMC.Spec, mc.Spec) {
+		return nil, nil
+	}
+	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, oldMC.Spec.Size, limits)
+	errs = append(errs, ratchet(Validate(mc), Validate(oldMC))...)
+	warnings := specWarnings(&oldMC.Spec, &mc.Spec)
 	if restartsPods(&oldMC.Spec, &mc.Spec) {
-		warnings = append(warnings, "this change replaces every memcached pod, one at a time; each new pod starts with an empty cache")
+		warnings = append(warnings, RestartWarning)
 	}
 	return errs, warnings
 }
 
-// ValidateSize bounds a size, from the object or from the scale subresource.
-// A size above the limit is refused only when it changes, so that lowering
-// --max-size never blocks unrelated edits of an existing fleet (ratcheting).
-func ValidateSize(path *field.Path, size, oldSize *int32, limits Limits) field.ErrorList {
+// ratchet drops the errors the old object had already: same field, same
+// value, same complaint.
+func ratchet(errs, old field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		known := false
+		for _, o := range old {
+			if o.Type == e.Type && o.Field == e.Field && o.Detail == e.Detail && reflect.DeepEqual(o.BadValue, e.BadValue) {
+				known = true
+				break
+			}
+		}
+		if !known {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ValidateSize bounds a size, from the object, its scale subresource, or
+// the controller (which passes the Deployment's replicas as old). A size
+// above --max-size is refused only when it grows past old: lowering the flag
+// never blocks an existing fleet's other edits, nor scaling it down.
+func ValidateSize(path *field.Path, size, old *int32, limits Limits) field.ErrorList {
 	if size == nil {
 		return nil
 	}
-	var errs field.ErrorList
 	switch {
 	case *size < 0:
-		errs = append(errs, field.Invalid(path, *size, "must be greater than or equal to 0"))
-	case limits.MaxSize > 0 && *size > limits.MaxSize && (oldSize == nil || *oldSize != *size):
-		errs = append(errs, field.Invalid(path, *size,
-			fmt.Sprintf("must be less than or equal to %d, the operator's --max-size", limits.MaxSize)))
+		return field.ErrorList{field.Invalid(path, *size, "must be greater than or equal to 0")}
+	case limits.MaxSize > 0 && *size > limits.MaxSize && (old == nil || *size > *old):
+		return field.ErrorList{field.Invalid(path, *size,
+			fmt.Sprintf("must be less than or equal to %d, the operator's --max-size", limits.MaxSize))}
+	}
+	return nil
+}
+
+// validateName holds the name to a DNS-1035 label: it names the Service and
+// is the value of the pods' instance label.
+func validateName(path *field.Path, name string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range apivalidation.NameIsDNS1035Label(name, false) {
+		errs = append(errs, field.Invalid(path, name, msg+" (the name is also the fleet's Service name)"))
 	}
 	return errs
 }
 
 func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 	var errs field.ErrorList
-	if spec.Image != nil && strings.TrimSpace(*spec.Image) == "" {
-		errs = append(errs, field.Required(path.Child("image"), "must name a memcached image"))
+	if spec.Image != nil && (*spec.Image == "" || strings.TrimSpace(*spec.Image) != *spec.Image) {
+		errs = append(errs, field.Invalid(path.Child("image"), *spec.Image, "must name a memcached image, without surrounding spaces"))
 	}
 	errs = append(errs, validateMemory(path, spec)...)
 	errs = append(errs, validateExtraArgs(path.Child("extraArgs"), spec.ExtraArgs)...)
+	errs = append(errs, validatePodLabels(path.Child("podLabels"), spec.PodLabels)...)
+	errs = append(errs, apivalidation.ValidateAnnotations(spec.PodAnnotations, path.Child("podAnnotations"))...)
+	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
+	errs = append(errs, validatePodSpec(path, spec)...)
+	return errs
+}
+
+func validatePodLabels(path *field.Path, labels map[string]string) field.ErrorList {
+	errs := validateLabels(path, labels)
 	for _, key := range ReservedPodLabels {
-		if _, ok := spec.PodLabels[key]; ok {
-			errs = append(errs, field.Forbidden(path.Child("podLabels").Key(key),
+		if _, ok := labels[key]; ok {
+			errs = append(errs, field.Forbidden(path.Key(key),
 				"the operator selects its pods by this label; it cannot be overridden"))
 		}
 	}
@@ -96,32 +142,42 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 
 // validateMemory keeps memcached's settings consistent with each other and
 // with the container: memcached refuses to start with an item size above half
-// its memory, and a -m above the container limit ends in an OOM kill.
+// its memory, and a -m above the container limit ends in an OOM kill. The
+// item memory checked is the one the pods get, derived or set; an error is
+// put on a field the user wrote, never on a value the operator derived.
 func validateMemory(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 	var errs field.ErrorList
-	var itemBytes int64
-	if spec.MaxItemSize != nil {
-		b, err := ParseItemSize(*spec.MaxItemSize)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(path.Child("maxItemSize"), *spec.MaxItemSize, err.Error()))
-		case b < 1<<10 || b > 1<<30:
-			errs = append(errs, field.Invalid(path.Child("maxItemSize"), *spec.MaxItemSize, "must be between 1k and 1024m"))
-		default:
-			itemBytes = b
-		}
+	memMB, derived := ptr.Deref(spec.MemoryLimitMB, 0), spec.MemoryLimitMB == nil
+	if derived {
+		memMB = derivedMemoryLimitMB(spec.Resources)
 	}
-	if spec.MemoryLimitMB == nil {
+	limit, hasLimit := memoryLimit(spec.Resources)
+	switch {
+	case !hasLimit:
+	case !derived && int64(memMB)<<20 > limit.Value():
+		errs = append(errs, field.Invalid(path.Child("memoryLimitMB"), memMB,
+			fmt.Sprintf("must fit inside resources.limits.memory (%s), or the container is OOM-killed once the cache fills", limit.String())))
+	case derived && int64(memMB)<<20 > limit.Value():
+		errs = append(errs, field.Invalid(path.Child("resources", "limits", "memory"), limit.String(),
+			fmt.Sprintf("must be at least 9Mi: memcached needs %dMB of item memory and the operator gives it 90%% of the limit", MinMemoryLimitMB)))
+	}
+	if spec.MaxItemSize == nil {
 		return errs
 	}
-	memBytes := int64(*spec.MemoryLimitMB) << 20
-	if itemBytes > memBytes/2 {
-		errs = append(errs, field.Invalid(path.Child("maxItemSize"), *spec.MaxItemSize,
-			fmt.Sprintf("must be at most half of memoryLimitMB (%dMB): memcached refuses to start otherwise", *spec.MemoryLimitMB)))
-	}
-	if limit, ok := memoryLimit(spec.Resources); ok && memBytes > limit.Value() {
-		errs = append(errs, field.Invalid(path.Child("memoryLimitMB"), *spec.MemoryLimitMB,
-			fmt.Sprintf("must fit inside resources.limits.memory (%s), or the container is OOM-killed once the cache fills", limit.String())))
+	itemPath := path.Child("maxItemSize")
+	b, err := ParseItemSize(*spec.MaxItemSize)
+	switch {
+	case err != nil:
+		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize, err.Error()))
+	case b < 1<<10 || b > 1<<30:
+		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize, "must be between 1k and 1024m"))
+	case b > int64(memMB)<<20/2:
+		how := "memoryLimitMB"
+		if derived {
+			how = "the item memory derived from resources.limits.memory"
+		}
+		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize,
+			fmt.Sprintf("must be at most half of %s (%dMB): memcached refuses to start otherwise", how, memMB)))
 	}
 	return errs
 }
@@ -139,47 +195,41 @@ func ParseItemSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v <= 0 {
+	if err != nil || v <= 0 || v > 1<<40 {
 		return 0, fmt.Errorf("must be a positive number of bytes, optionally followed by k or m")
 	}
 	return v * mult, nil
 }
 
-func validateExtraArgs(path *field.Path, args []string) field.ErrorList {
+// validatePodDisruptionBudget repeats the schema's rules, so that a budget
+// stored before they existed is caught before it is built.
+func validatePodDisruptionBudget(path *field.Path, pdb *cachev1alpha1.PodDisruptionBudgetSpec) field.ErrorList {
+	if pdb == nil {
+		return nil
+	}
 	var errs field.ErrorList
-	for i, arg := range args {
-		name, _, _ := strings.Cut(arg, "=")
-		owner, reserved := reservedArgs[name]
-		switch {
-		case !reserved:
-		case owner == "":
-			errs = append(errs, field.Forbidden(path.Index(i), fmt.Sprintf("%s cannot run in a container", name)))
-		default:
-			errs = append(errs, field.Forbidden(path.Index(i), fmt.Sprintf("%s is set by spec.%s; set that field instead", name, owner)))
+	if pdb.MinAvailable != nil && pdb.MaxUnavailable != nil {
+		errs = append(errs, field.Invalid(path, "", "set minAvailable or maxUnavailable, not both"))
+	}
+	errs = append(errs, validateIntOrPercent(path.Child("minAvailable"), pdb.MinAvailable)...)
+	return append(errs, validateIntOrPercent(path.Child("maxUnavailable"), pdb.MaxUnavailable)...)
+}
+
+func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
+	changed := func(get func(*cachev1alpha1.MemcachedSpec) any) bool {
+		return oldSpec == nil || !apiequality.Semantic.DeepEqual(get(oldSpec), get(spec))
+	}
+	var w Warnings
+	if changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.Size }) {
+		switch ptr.Deref(spec.Size, -1) {
+		case 0:
+			w = append(w, "spec.size is 0: no memcached pod will run")
+		case 1:
+			w = append(w, "spec.size is 1: every restart or node drain empties the whole cache")
 		}
 	}
-	return errs
-}
-
-func validateImmutable(path *field.Path, oldSpec, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
-	var errs field.ErrorList
-	if oldSpec.Port != nil && !apiequality.Semantic.DeepEqual(oldSpec.Port, spec.Port) {
-		errs = append(errs, field.Invalid(path.Child("port"), spec.Port,
-			"field is immutable: every client is configured with it; create a new Memcached with the new port and move clients to it"))
-	}
-	return errs
-}
-
-func specWarnings(spec *cachev1alpha1.MemcachedSpec) Warnings {
-	var w Warnings
-	if spec.Size != nil && *spec.Size == 0 {
-		w = append(w, "spec.size is 0: no memcached pod will run")
-	}
-	if _, ok := memoryLimit(spec.Resources); !ok {
+	if _, ok := memoryLimit(spec.Resources); !ok && changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.Resources }) {
 		w = append(w, "spec.resources.limits.memory is not set: a memcached pod may grow until the node evicts it")
-	}
-	if spec.Size != nil && *spec.Size == 1 {
-		w = append(w, "spec.size is 1: every restart or node drain empties the whole cache")
 	}
 	return w
 }

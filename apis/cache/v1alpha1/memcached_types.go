@@ -45,14 +45,19 @@ type MemcachedSpec struct {
 	// +optional
 	ImagePullPolicy *corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// imagePullSecrets are the secrets used to pull image.
-	// +listType=atomic
+	// imagePullSecrets are the secrets used to pull image. Keyed by name, as
+	// in a PodSpec, so a name listed twice is refused.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// port is the TCP port memcached listens on and the headless Service
 	// exposes. Immutable: every client is configured with it, so a new port
-	// means a new Memcached resource.
+	// means a new Memcached resource. The schema enforces it, so it holds
+	// even where the admission webhooks do not run.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="port is immutable: every client is configured with it; create a new Memcached with the new port and move clients to it"
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=11211
@@ -60,7 +65,10 @@ type MemcachedSpec struct {
 	Port *int32 `json:"port,omitempty"`
 
 	// memoryLimitMB is the item memory memcached may use, in megabytes (-m).
-	// Defaults to 90% of resources.limits.memory when that is set, else 64.
+	// Left unset, it follows the container: 90% of resources.limits.memory
+	// when that is set, else 64, computed each time the pods are built (so
+	// raising or lowering the memory limit moves it too) and reported in
+	// status.effective. When set, it must fit inside the memory limit.
 	// +kubebuilder:validation:Minimum=8
 	// +kubebuilder:validation:Maximum=1048576
 	// +optional
@@ -72,7 +80,9 @@ type MemcachedSpec struct {
 	// +optional
 	MaxConnections *int32 `json:"maxConnections,omitempty"`
 
-	// threads is the number of worker threads (-t).
+	// threads is the number of worker threads (-t). Left unset, it follows
+	// the CPU limit (rounded up, at most 64), else 4, computed each time the
+	// pods are built and reported in status.effective.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	// +optional
@@ -91,9 +101,12 @@ type MemcachedSpec struct {
 	// +optional
 	Verbosity *int32 `json:"verbosity,omitempty"`
 
-	// extraArgs are appended to memcached's command line after the options the
-	// fields above set. Options those fields own (-p, -m, -c, -t, -I, -v) are
-	// rejected here: set the field instead.
+	// extraArgs are further memcached options, read with memcached's own
+	// option grammar (short, clustered, attached values, long options and
+	// their unambiguous prefixes). Only options no field owns and that can
+	// run in a restricted container are accepted: -M, -C, -F, -X, -W, -R,
+	// -b, -B, -f, -n, -D, -o and their long forms. They are placed before
+	// the options the fields set, so a field always has the last word.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
@@ -105,6 +118,7 @@ type MemcachedSpec struct {
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// nodeSelector constrains memcached pods to nodes with these labels.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
@@ -125,7 +139,11 @@ type MemcachedSpec struct {
 
 	// topologySpreadConstraints are the pods' topology spread constraints. A
 	// constraint without a labelSelector gets one that selects this fleet.
-	// +listType=atomic
+	// Keyed by topologyKey and whenUnsatisfiable, as in a PodSpec.
+	// +listType=map
+	// +listMapKey=topologyKey
+	// +listMapKey=whenUnsatisfiable
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
@@ -156,20 +174,25 @@ type PodDisruptionBudgetSpec struct {
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// minAvailable is the number or percentage of pods that must stay up.
+	// minAvailable is the number (0 or more) or percentage (0% to 100%) of
+	// pods that must stay up.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a whole number of 0 or more, or a percentage from 0% to 100%"
 	// +optional
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
 
-	// maxUnavailable is the number or percentage of pods that may be down.
-	// Defaults to 1 when minAvailable is unset.
+	// maxUnavailable is the number (0 or more) or percentage (0% to 100%) of
+	// pods that may be down. Defaults to 1 when minAvailable is unset.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a whole number of 0 or more, or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // MemcachedStatus is the observed state of a memcached fleet.
 type MemcachedStatus struct {
-	// nodes are the names of the fleet's pods, sorted so that the list only
-	// changes when the pods do.
+	// nodes are the names of the fleet's pods that are ready to serve, as
+	// the headless Service's EndpointSlices list them (pending, unready and
+	// terminating pods are left out), sorted so that the list only changes
+	// when the serving set does.
 	// +listType=atomic
 	// +optional
 	Nodes []string `json:"nodes,omitempty"`
@@ -188,33 +211,72 @@ type MemcachedStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
+	// effective is what the pods are built with, derived values included.
+	// +optional
+	Effective *EffectiveSettings `json:"effective,omitempty"`
+
 	// observedGeneration is the metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are Available, Progressing and Degraded, each with the
-	// generation it was computed for.
+	// conditions are Ready, Available, Progressing, Degraded, Reconciling
+	// and Stalled, each with the generation it was computed for.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Condition types of a Memcached.
+// EffectiveSettings are the memcached settings in force, with the values
+// the spec leaves to the operator (image, memory, threads) resolved.
+type EffectiveSettings struct {
+	// image is the memcached image the pods run.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// memoryLimitMB is the -m memcached runs with.
+	// +optional
+	MemoryLimitMB int32 `json:"memoryLimitMB,omitempty"`
+
+	// threads is the -t memcached runs with.
+	// +optional
+	Threads int32 `json:"threads,omitempty"`
+
+	// args is memcached's whole command line.
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+}
+
+// Condition types of a Memcached. Ready, Reconciling and Stalled follow the
+// kstatus conventions that Flux, Argo CD and `kubectl wait` read.
 const (
-	// ConditionAvailable is True when every desired pod of the current spec is ready.
+	// ConditionReady is True when the fleet runs the current spec: every pod
+	// updated, size pods available, nothing left to roll or repair.
+	ConditionReady = "Ready"
+	// ConditionAvailable is True when at least size pods are available to
+	// serve (the Deployment's own meaning: old pods count while a rollout
+	// replaces them, since they still serve).
 	ConditionAvailable = "Available"
 	// ConditionProgressing is True while a rollout or scale is under way.
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when the operator cannot make the fleet match its spec.
 	ConditionDegraded = "Degraded"
+	// ConditionReconciling is True while the operator is still working
+	// towards the spec (kstatus: InProgress).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the operator cannot make progress
+	// without a change from the user (kstatus: Failed).
+	ConditionStalled = "Stalled"
 )
 
 // Condition reasons of a Memcached.
 const (
 	// ReasonAllReplicasReady: every desired pod is ready and up to date.
 	ReasonAllReplicasReady = "AllReplicasReady"
-	// ReasonReplicasNotReady: fewer pods are ready than desired.
+	// ReasonReplicasAvailable: at least size pods are available.
+	ReasonReplicasAvailable = "ReplicasAvailable"
+	// ReasonReplicasNotReady: fewer pods are available than desired.
 	ReasonReplicasNotReady = "ReplicasNotReady"
 	// ReasonScaledToZero: size is 0, so there is nothing to serve.
 	ReasonScaledToZero = "ScaledToZero"
@@ -222,22 +284,36 @@ const (
 	ReasonRollingOut = "RollingOut"
 	// ReasonRolloutComplete: the Deployment has caught up with the spec.
 	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonReconcileFailed: applying an owned object failed.
+	// ReasonReconcileFailed: applying an owned object failed; it is retried.
 	ReasonReconcileFailed = "ReconcileFailed"
 	// ReasonRolloutStuck: the Deployment exceeded its progress deadline.
 	ReasonRolloutStuck = "ProgressDeadlineExceeded"
 	// ReasonReconciled: the operator applied every owned object.
 	ReasonReconciled = "Reconciled"
+	// ReasonInvalidSpec: the spec breaks a rule (admission was bypassed or
+	// a rule tightened); nothing is built until it is fixed.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNameConflict: an object the fleet needs exists already and
+	// belongs to someone else; it is never adopted.
+	ReasonNameConflict = "NameConflict"
+	// ReasonApplyRejected: the API server refuses an object built from the
+	// spec; retrying cannot help until the spec changes.
+	ReasonApplyRejected = "ApplyRejected"
 )
 
 // Memcached is a fleet of memcached pods behind a headless Service.
+// Its name names the Deployment, the Service (a DNS-1035 label: at most 63
+// characters, lower-case letters, digits and '-', starting with a letter)
+// and the pods' instance label, so the schema holds it to that.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 characters: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it names the fleet's Service"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=all
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Memcached struct {
 	metav1.TypeMeta   `json:",inline"`

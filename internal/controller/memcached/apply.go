@@ -2,13 +2,19 @@ package memcached
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
 // applyIfChanged server-side applies desired unless the fields FieldOwner
@@ -16,17 +22,34 @@ import (
 // extracted fields, not the whole object, skips the request when nothing
 // drifted while still catching an edit by anyone else: such an edit moves
 // ownership of the field away from us, so it no longer extracts equal.
-// live receives the object as the cache holds it (left empty when there is
-// none); the result tells whether the apply created the object.
+//
+// An object of that name that mc does not control is never touched: the
+// result is a NameConflict. The cache only holds objects with the operator's
+// label, so a miss is confirmed with one read from the API server before
+// anything is created; a converged fleet never takes that path.
+//
+// live receives the object as the API server last returned it (the apply's
+// answer, or the cached copy when nothing was sent), so status is computed
+// from the object after this pass, never from the one before it.
 func applyIfChanged[O client.Object, A runtime.ApplyConfiguration](
-	ctx context.Context, c client.Client, kind string, live O, key client.ObjectKey, desired A,
+	ctx context.Context, r *Reconciler, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
 	extract func(O, string) (A, error),
 ) (created bool, err error) {
-	switch err := c.Get(ctx, key, live); {
+	key := client.ObjectKeyFromObject(mc)
+	switch err := r.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
-		created = true
+		switch err := r.apiReader().Get(ctx, key, live); {
+		case apierrors.IsNotFound(err):
+			created = true
+		case err != nil:
+			return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+		case !metav1.IsControlledBy(live, mc):
+			return false, nameConflict(kind, live)
+		}
 	case err != nil:
 		return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+	case !metav1.IsControlledBy(live, mc):
+		return false, nameConflict(kind, live)
 	default:
 		current, err := extract(live, FieldOwner)
 		if err != nil {
@@ -36,9 +59,46 @@ func applyIfChanged[O client.Object, A runtime.ApplyConfiguration](
 			return false, nil
 		}
 	}
-	if err := c.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("applying %s %s: %w", kind, key, err)
+	if err := r.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, applyError(kind, key, err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created)
-	return created, nil
+	// The client decoded the API server's answer into desired.
+	return created, fromApplyConfiguration(desired, live)
+}
+
+func applyError(kind string, key client.ObjectKey, err error) error {
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return errNamespaceTerminating
+	case apierrors.IsInvalid(err):
+		return &reasonError{reason: cachev1alpha1.ReasonApplyRejected, stalled: true,
+			err: fmt.Errorf("the API server refuses %s %s built from the spec: %w", kind, key.Name, err)}
+	}
+	return fmt.Errorf("applying %s %s: %w", kind, key, err)
+}
+
+func nameConflict(kind string, o client.Object) error {
+	owner := "no controller"
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		owner = fmt.Sprintf("controller %s %s", ref.Kind, ref.Name)
+	}
+	return &reasonError{reason: cachev1alpha1.ReasonNameConflict, stalled: true,
+		err: fmt.Errorf("%s %s/%s exists and is not controlled by this Memcached (it has %s); rename or delete it, or rename the Memcached: the operator never adopts it",
+			kind, o.GetNamespace(), o.GetName(), owner)}
+}
+
+// fromApplyConfiguration copies an apply configuration holding a whole
+// object, as the API server returned it, into its API type.
+func fromApplyConfiguration(ac any, obj client.Object) error {
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("reading the applied object: %w", err)
+	}
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return fmt.Errorf("reading the applied object: %w", err)
+	}
+	return nil
 }

@@ -7,9 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -22,9 +22,7 @@ func newMemcached(mutate func(*cachev1alpha1.MemcachedSpec)) (*cachev1alpha1.Mem
 	if mutate != nil {
 		mutate(&mc.Spec)
 	}
-	spec := mc.Spec.DeepCopy()
-	policy.Default(spec, policy.Config{DefaultImage: "memcached:test"})
-	return mc, spec
+	return mc, policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:test"})
 }
 
 func TestBuildDeployment(t *testing.T) {
@@ -61,14 +59,14 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(pod.Affinity).To(BeNil())
 		},
 	}, {
-		name: "memcached settings become flags, extra args go last",
+		name: "memcached settings become flags; extra args go first, so the fields' options win",
 		mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.Port, s.MemoryLimitMB, s.Threads, s.MaxItemSize = ptr.To[int32](2000), ptr.To[int32](256), ptr.To[int32](8), ptr.To("4m")
 			s.Verbosity, s.ExtraArgs = ptr.To[int32](2), []string{"-o", "modern"}
 		},
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{
-				"-p", "2000", "-m", "256", "-c", "1024", "-t", "8", "-I", "4m", "-vv", "-o", "modern"}))
+				"-o", "modern", "-p", "2000", "-m", "256", "-c", "1024", "-t", "8", "-I", "4m", "-vv"}))
 		},
 	}, {
 		name: "scheduling fields pass through; the soft preset adds preferred anti-affinity",
@@ -187,41 +185,81 @@ func TestComputeStatus(t *testing.T) {
 		}
 		return d
 	}
+	stuck := dep(3, 1, 3, 3, true)
+	stuck.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "too slow"}}
+	conflict := memcached.NameConflictError("Deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache"}})
+	type conds map[string]string // type -> "Status/Reason"
 	tests := []struct {
-		name                string
-		dep                 *appsv1.Deployment
-		err                 error
-		available, progress metav1.ConditionStatus
-		degraded            metav1.ConditionStatus
-		reason              string
+		name    string
+		dep     *appsv1.Deployment
+		invalid field.ErrorList
+		err     error
+		want    conds
 	}{
-		{name: "new fleet", dep: &appsv1.Deployment{}, available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
-		{name: "all ready", dep: dep(3, 3, 3, 3, true), available: "True", progress: "False", degraded: "False", reason: cachev1alpha1.ReasonAllReplicasReady},
-		{name: "ready but the Deployment has not seen the new spec", dep: dep(3, 3, 3, 3, false), available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
-		{name: "rolling out", dep: dep(4, 1, 4, 4, true), available: "False", progress: "True", degraded: "False", reason: cachev1alpha1.ReasonReplicasNotReady},
-		{name: "apply failed", dep: dep(3, 3, 3, 3, true), err: errTest, available: "True", progress: "False", degraded: "True", reason: cachev1alpha1.ReasonAllReplicasReady},
+		{name: "new fleet: the Deployment was just created",
+			dep: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}},
+			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/RollingOut", "Ready": "False/RollingOut",
+				"Reconciling": "True/RollingOut", "Stalled": "False/Reconciled", "Degraded": "False/Reconciled"}},
+		{name: "all ready", dep: dep(3, 3, 3, 3, true),
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/RolloutComplete", "Ready": "True/AllReplicasReady",
+				"Reconciling": "False/AllReplicasReady", "Stalled": "False/Reconciled", "Degraded": "False/Reconciled"}},
+		{name: "a template change the Deployment has not observed yet: pods still serve, but nothing is Ready", dep: dep(3, 3, 3, 3, false),
+			want: conds{"Available": "True/ReplicasAvailable", "Progressing": "True/RollingOut", "Ready": "False/RollingOut", "Reconciling": "True/RollingOut"}},
+		{name: "rolling out with a surge pod: still Available", dep: dep(4, 1, 4, 4, true),
+			want: conds{"Available": "True/ReplicasAvailable", "Progressing": "True/RollingOut", "Ready": "False/RollingOut"}},
+		{name: "scaling up: fewer pods available than size", dep: dep(3, 3, 2, 2, true),
+			want: conds{"Available": "False/ReplicasNotReady", "Ready": "False/RollingOut"}},
+		{name: "a transient failure is retried: Reconciling, not Stalled", dep: dep(3, 3, 3, 3, true), err: errTest,
+			want: conds{"Available": "True/AllReplicasReady", "Degraded": "True/ReconcileFailed", "Ready": "False/ReconcileFailed",
+				"Reconciling": "True/ReconcileFailed", "Stalled": "False/Reconciled"}},
+		{name: "a name conflict stalls", err: conflict,
+			want: conds{"Degraded": "True/NameConflict", "Stalled": "True/NameConflict", "Ready": "False/NameConflict", "Reconciling": "False/NameConflict"}},
+		{name: "an invalid spec stalls and builds nothing", invalid: field.ErrorList{field.Invalid(field.NewPath("spec", "extraArgs").Index(0), "-d", "no")},
+			want: conds{"Degraded": "True/InvalidSpec", "Stalled": "True/InvalidSpec", "Ready": "False/InvalidSpec"}},
+		{name: "a rollout past its deadline stalls", dep: stuck,
+			want: conds{"Degraded": "True/ProgressDeadlineExceeded", "Stalled": "True/ProgressDeadlineExceeded", "Ready": "False/ProgressDeadlineExceeded"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) })
-			memcached.ComputeStatus(mc, spec, tt.dep, []string{"b", "a", "c"}, tt.err)
+			// What an earlier pass saw; a pass that does not observe keeps it.
+			mc.Status.Replicas, mc.Status.ReadyReplicas, mc.Status.Nodes = 3, 3, []string{"old"}
+			obs := memcached.Observation{Spec: spec, Deployment: tt.dep, Nodes: []string{"a", "b", "c"}, NodesObserved: tt.err == nil,
+				Invalid: tt.invalid}
+			if tt.err != nil {
+				obs.Errors = []error{tt.err}
+			}
+			memcached.ComputeStatus(mc, obs)
 			st := mc.Status
-			g.Expect(st.Nodes).To(Equal([]string{"a", "b", "c"}))
 			g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
 			g.Expect(st.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+			got := conds{}
 			for _, c := range st.Conditions {
+				got[c.Type] = string(c.Status) + "/" + c.Reason
 				g.Expect(c.ObservedGeneration).To(Equal(int64(3)))
 			}
-			avail := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionAvailable)
-			g.Expect(avail.Status).To(Equal(tt.available))
-			g.Expect(avail.Reason).To(Equal(tt.reason))
-			g.Expect(meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionProgressing).Status).To(Equal(tt.progress))
-			g.Expect(meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionDegraded).Status).To(Equal(tt.degraded))
+			for typ, want := range tt.want {
+				g.Expect(got).To(HaveKeyWithValue(typ, want), typ)
+			}
+			if tt.err == nil {
+				g.Expect(st.Nodes).To(Equal([]string{"a", "b", "c"}))
+			} else {
+				g.Expect(st.Nodes).To(Equal([]string{"old"}), "nodes not observed this pass keep their last value")
+			}
+			if tt.dep == nil {
+				g.Expect(st.Replicas).To(Equal(int32(3)), "replicas not observed this pass keep their last value")
+			} else {
+				g.Expect(st.Replicas).To(Equal(tt.dep.Status.Replicas))
+			}
+			if tt.invalid == nil {
+				g.Expect(st.Effective).To(Equal(&cachev1alpha1.EffectiveSettings{Image: "memcached:test", MemoryLimitMB: 64, Threads: 4,
+					Args: []string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"}}))
+			}
 
 			// A second computation over the same observations changes nothing.
 			before := mc.Status.DeepCopy()
-			memcached.ComputeStatus(mc, spec, tt.dep, []string{"c", "b", "a"}, tt.err)
+			memcached.ComputeStatus(mc, obs)
 			g.Expect(mc.Status).To(Equal(*before))
 		})
 	}

@@ -1,26 +1,28 @@
 // Package memcached reconciles a Memcached into the objects that run it: a
-// Deployment of memcached pods, a headless Service that gives each pod a
-// stable DNS name for client-side hashing, and a PodDisruptionBudget. Each
-// owned kind has a file with its pure builder and its phase; status.go
-// derives the status in one place.
+// Deployment of memcached pods, a headless Service whose DNS name resolves to
+// every ready pod (clients hash keys over those addresses), and a
+// PodDisruptionBudget. Each owned kind has a file with its pure builder and
+// its phase; status.go derives the status in one place.
 package memcached
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,16 +36,33 @@ import (
 // operator writes; one fixed name lets it take back fields others changed.
 const FieldOwner = "memcached-operator"
 
+// conflictRecheck is how often a fleet blocked by someone else's object is
+// looked at again: that object carries no owner reference to requeue it.
+const conflictRecheck = time.Minute
+
 // Reconciler keeps a Memcached's owned objects equal to its spec and reports
 // what it observes in its status.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server, bypassing the cache; it confirms a
+	// cache miss before an object is created. Defaults to Client.
+	APIReader client.Reader
 	// Recorder emits events on state transitions.
 	Recorder recorder.EventRecorder
-	// Defaults are applied to a copy of the spec before building, so the
-	// operator behaves the same when its mutating webhook is off.
+	// Defaults resolve a copy of the spec before building, so the operator
+	// behaves the same when its mutating webhook is off.
 	Defaults policy.Config
+	// Limits are checked again before building, so --max-size holds where
+	// the validating webhook does not run.
+	Limits policy.Limits
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // scope is what one pass knows: the object as read, the object being
@@ -51,26 +70,34 @@ type Reconciler struct {
 type scope struct {
 	original  *cachev1alpha1.Memcached
 	memcached *cachev1alpha1.Memcached
-	// spec is memcached.Spec with defaults filled in; builders read only this.
-	spec       cachev1alpha1.MemcachedSpec
+	// spec is memcached.Spec resolved (defaults and derived values filled
+	// in); builders read only this.
+	spec *cachev1alpha1.MemcachedSpec
+	// invalid holds the rules the spec breaks; nothing is built then.
+	invalid field.ErrorList
+	// deployment is the Deployment as the API server last returned it this
+	// pass; nil when the pass did not observe it.
 	deployment *appsv1.Deployment
-	pods       []string
-	created    []string
+	// nodes are the ready pods; nodesObserved is false when listing failed.
+	nodes         []string
+	nodesObserved bool
+	created       []string
 }
 
 type phase func(ctx context.Context, s *scope) error
 
-// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=list;watch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=patch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the phases in order, then writes the status once, and only
-// when it changed. A pass over a fleet that already matches its spec sends no
-// write request at all.
+// Reconcile validates the spec, runs every phase (one failing phase does not
+// stop the others), then writes the status once, and only when it changed.
+// A pass over a fleet that already matches its spec sends no write request.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
@@ -80,25 +107,67 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references hand the children to the garbage collector.
 		return ctrl.Result{}, nil
 	}
-	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: *mc.Spec.DeepCopy()}
-	policy.Default(&s.spec, r.Defaults)
+	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: policy.Resolve(&mc.Spec, r.Defaults)}
 
-	var phaseErr error
-	for _, p := range []phase{r.reconcileDeployment, r.reconcileService, r.reconcilePodDisruptionBudget, r.observePods} {
-		if phaseErr = p(ctx, s); phaseErr != nil {
-			break
+	errs := []error{r.validate(ctx, s)}
+	if len(s.invalid) == 0 {
+		for _, p := range []phase{r.reconcileDeployment, r.reconcileService, r.reconcilePodDisruptionBudget} {
+			errs = append(errs, p(ctx, s))
 		}
 	}
-	r.updateStatus(s, phaseErr)
+	errs = append(errs, r.observeEndpoints(ctx, s))
+
+	var reported []error
+	terminating := false
+	for _, err := range errs {
+		switch {
+		case errors.Is(err, errNamespaceTerminating):
+			terminating = true
+		case err != nil:
+			reported = append(reported, err)
+		}
+	}
+	if terminating {
+		// The namespace controller is deleting the fleet with everything
+		// else; recreating what it removed would only fail again.
+		ctrl.LoggerFrom(ctx).V(1).Info("Namespace is terminating; leaving the fleet to it")
+		return ctrl.Result{}, nil
+	}
+
+	f := classify(reported)
+	r.updateStatus(s, reported)
 	if err := r.patchStatus(ctx, s); err != nil {
-		return ctrl.Result{}, errors.Join(phaseErr, err)
+		return ctrl.Result{}, errors.Join(append(reported, err)...)
 	}
-	if apierrors.IsInvalid(phaseErr) {
-		// The spec builds an object the API server refuses; retrying cannot
-		// help until the spec changes, which requeues on its own.
-		return ctrl.Result{}, reconcile.TerminalError(phaseErr)
+	switch {
+	case f.transient:
+		return ctrl.Result{}, errors.Join(reported...)
+	case f.reason == cachev1alpha1.ReasonNameConflict:
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+	case f.stalled:
+		// Retrying cannot help until the spec changes, which requeues on its own.
+		return ctrl.Result{}, reconcile.TerminalError(errors.Join(reported...))
 	}
-	return ctrl.Result{}, phaseErr
+	return ctrl.Result{}, nil
+}
+
+// validate holds the spec to the same rules as admission, so they apply
+// where the webhooks do not run (excluded namespaces, `make run`, a webhook
+// bypassed with failurePolicy Ignore). --max-size ratchets against the
+// Deployment's replicas: a fleet above a lowered cap keeps running and may
+// shrink, but is never grown past it.
+func (r *Reconciler) validate(ctx context.Context, s *scope) error {
+	s.invalid = policy.Validate(s.memcached)
+	var current *int32
+	dep := &appsv1.Deployment{}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {
+	case err == nil:
+		current = ptr.To(ptr.Deref(dep.Spec.Replicas, 1))
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading Deployment %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	}
+	s.invalid = append(s.invalid, policy.ValidateSize(field.NewPath("spec", "size"), s.memcached.Spec.Size, current, r.Limits)...)
+	return nil
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
@@ -112,34 +181,18 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 }
 
 // SetupWithManager registers the controller. A Memcached is reconciled when
-// its spec changes (not after each status write of its own). Pods are
-// watched through their metadata only, for their names, and only when one
-// appears, goes or starts terminating; they map to their Memcached by the
-// instance label, since their owner is a ReplicaSet.
+// its spec changes (not after each status write of its own) and when an
+// owned object changes. The Service's EndpointSlices tell which pods serve;
+// they are watched only for changes of that set.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached),
-			builder.OnlyMetadata, builder.WithPredicates(podMembershipChanged)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceToMemcached),
+			builder.WithPredicates(readyPodsChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)
-}
-
-// podMembershipChanged passes the pod events that can change status.nodes.
-var podMembershipChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-}
-
-func podToMemcached(_ context.Context, pod client.Object) []reconcile.Request {
-	labels := pod.GetLabels()
-	if labels[LabelManagedBy] != ManagedByValue || labels[LabelInstance] == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: labels[LabelInstance]}}}
 }

@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,7 +13,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
@@ -32,13 +32,16 @@ const (
 )
 
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
-	s.deployment = &appsv1.Deployment{}
-	created, err := applyIfChanged(ctx, r.Client, "Deployment", s.deployment, client.ObjectKeyFromObject(s.memcached),
-		BuildDeployment(s.memcached, &s.spec), appsv1ac.ExtractDeployment)
+	dep := &appsv1.Deployment{}
+	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, BuildDeployment(s.memcached, s.spec), appsv1ac.ExtractDeployment)
+	if err != nil {
+		return err
+	}
 	if created {
 		s.created = append(s.created, "Deployment")
 	}
-	return err
+	s.deployment = dep
+	return nil
 }
 
 // BuildDeployment is the Deployment that runs the fleet, from a defaulted spec.
@@ -134,22 +137,24 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 	return c
 }
 
-// Args is memcached's command line for a defaulted spec.
+// Args is memcached's command line for a resolved spec. extraArgs come
+// first: memcached keeps the last value of an option, so the fields' own
+// options always win, whatever admission let through.
 func Args(spec *cachev1alpha1.MemcachedSpec) []string {
-	args := []string{
+	args := append(slices.Clone(spec.ExtraArgs),
 		"-p", strconv.Itoa(int(*spec.Port)),
 		"-m", strconv.Itoa(int(*spec.MemoryLimitMB)),
 		"-c", strconv.Itoa(int(*spec.MaxConnections)),
 		"-t", strconv.Itoa(int(*spec.Threads)),
 		"-I", *spec.MaxItemSize,
-	}
+	)
 	switch ptr.Deref(spec.Verbosity, 0) {
 	case 1:
 		args = append(args, "-v")
 	case 2:
 		args = append(args, "-vv")
 	}
-	return append(args, spec.ExtraArgs...)
+	return args
 }
 
 // buildAffinity merges the anti-affinity preset into the user's affinity; an

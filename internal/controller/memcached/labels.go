@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,19 +52,20 @@ func SelectorString(instance string) string {
 }
 
 // CacheOptions scopes the manager's cache to the watched namespaces (all when
-// empty) and, for owned kinds and pods, to the operator's own objects, so that
-// its memory follows the number of fleets rather than the size of the cluster.
-// Pods are kept without managed fields: only owned objects need them, to
-// compare what the operator applied.
+// empty) and, for owned kinds and EndpointSlices, to the operator's own
+// objects (a Service's slices carry its labels), so that its memory follows
+// the number of fleets rather than the size of the cluster. Slices are kept
+// without managed fields: only owned objects need them, to compare what the
+// operator applied.
 func CacheOptions(namespaces []string) cache.Options {
 	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})}
-	pods := own
-	pods.Transform = cache.TransformStripManagedFields()
+	slices := own
+	slices.Transform = cache.TransformStripManagedFields()
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            own,
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
-		&corev1.Pod{}:                   pods,
+		&discoveryv1.EndpointSlice{}:    slices,
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

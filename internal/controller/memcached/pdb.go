@@ -17,10 +17,10 @@ import (
 )
 
 func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) error {
-	desired := BuildPodDisruptionBudget(s.memcached, &s.spec)
+	desired := BuildPodDisruptionBudget(s.memcached, s.spec)
 	key := client.ObjectKeyFromObject(s.memcached)
 	if desired != nil {
-		created, err := applyIfChanged(ctx, r.Client, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, key, desired, policyv1ac.ExtractPodDisruptionBudget)
+		created, err := applyIfChanged(ctx, r, s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
 		if created {
 			s.created = append(s.created, "PodDisruptionBudget")
 		}

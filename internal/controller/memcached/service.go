@@ -6,14 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	created, err := applyIfChanged(ctx, r.Client, "Service", &corev1.Service{}, client.ObjectKeyFromObject(s.memcached),
-		BuildService(s.memcached, &s.spec), corev1ac.ExtractService)
+	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService)
 	if created {
 		s.created = append(s.created, "Service")
 	}
@@ -21,8 +19,10 @@ func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 }
 
 // BuildService is the fleet's headless Service: clients that hash keys over
-// servers need each pod's own address (<pod>.<service>), not one virtual IP
-// that spreads a key's requests over every pod.
+// servers need every pod's own address, not one virtual IP that spreads a
+// key's requests over every pod. Its DNS name, <name>.<namespace>.svc,
+// resolves to the address of each ready pod (A/AAAA records), and its SRV
+// record _memcached._tcp.<name>.<namespace>.svc adds the port.
 func BuildService(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(mc.Name, mc.Namespace).
 		WithLabels(objectLabels(mc.Name)).

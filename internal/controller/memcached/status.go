@@ -1,7 +1,7 @@
 package memcached
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,64 +9,71 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
-// observePods lists the fleet's pods from the metadata-only cache. Pods being
-// deleted are left out: they no longer serve.
-func (r *Reconciler) observePods(ctx context.Context, s *scope) error {
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.Client.List(ctx, pods, client.InNamespace(s.memcached.Namespace),
-		client.MatchingLabels(selectorLabels(s.memcached.Name))); err != nil {
-		return fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
-	}
-	s.pods = s.pods[:0]
-	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp.IsZero() {
-			s.pods = append(s.pods, pods.Items[i].Name)
-		}
-	}
-	return nil
+// Observation is what one pass saw and did, the whole input of ComputeStatus.
+type Observation struct {
+	// Spec is the resolved spec the pass built from.
+	Spec *cachev1alpha1.MemcachedSpec
+	// Deployment is the Deployment as the API server last returned it; nil
+	// when the pass did not observe it (invalid spec, conflict, failure).
+	Deployment *appsv1.Deployment
+	// Nodes are the ready pods; only used when NodesObserved.
+	Nodes         []string
+	NodesObserved bool
+	// Invalid are the rules the spec breaks.
+	Invalid field.ErrorList
+	// Errors are the phases' errors.
+	Errors []error
 }
 
 // updateStatus sets the status from what the phases observed; it reads no
 // API and writes nothing, so it can be table-tested.
-func (r *Reconciler) updateStatus(s *scope, reconcileErr error) {
+func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	before := slices.Clone(s.memcached.Status.Conditions)
-	ComputeStatus(s.memcached, &s.spec, s.deployment, s.pods, reconcileErr)
+	ComputeStatus(s.memcached, Observation{
+		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
+		Invalid: s.invalid, Errors: errs,
+	})
 	r.recordTransitions(s, before)
 }
 
-// ComputeStatus derives the whole status of mc. Conditions only change their
-// lastTransitionTime when their status flips, so an unchanged fleet yields an
-// identical status and no write.
-func ComputeStatus(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec, dep *appsv1.Deployment, pods []string, reconcileErr error) {
+// ComputeStatus derives the status of mc from one pass's observation. What
+// the pass did not observe keeps its last known value (a failing phase never
+// zeroes replicas or nodes, which autoscalers and clients read). Conditions
+// only change their lastTransitionTime when their status flips, so an
+// unchanged fleet yields an identical status and no write.
+//
+// Available follows the Deployment's meaning: at least size pods available,
+// old ones included while a rollout replaces them, since they still serve.
+// Ready (kstatus) is stricter: the Deployment has observed the spec the
+// operator applied this pass, every pod runs it, and nothing is degraded.
+// Reconciling and Stalled complete the kstatus set.
+func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	st := &mc.Status
 	gen := mc.Generation
-	desired := ptr.Deref(spec.Size, 0)
-	nodes := slices.Clone(pods)
-	slices.Sort(nodes)
-	if len(nodes) == 0 {
-		nodes = nil
-	}
-	st.Nodes = nodes
+	desired := ptr.Deref(o.Spec.Size, 0)
 	st.Selector = SelectorString(mc.Name)
 	st.ObservedGeneration = gen
-	st.Replicas, st.ReadyReplicas = 0, 0
-	var ds appsv1.DeploymentStatus
-	depCurrent := false
-	if dep != nil {
-		ds = dep.Status
-		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
-		depCurrent = dep.Generation != 0 && ds.ObservedGeneration >= dep.Generation &&
-			ptr.Deref(dep.Spec.Replicas, -1) == desired
+	if o.NodesObserved {
+		st.Nodes = nil
+		if len(o.Nodes) > 0 {
+			st.Nodes = slices.Clone(o.Nodes)
+		}
 	}
-	rolledOut := depCurrent && ds.UpdatedReplicas == desired && ds.Replicas == desired && ds.AvailableReplicas == desired
-
+	valid := len(o.Invalid) == 0
+	if valid {
+		st.Effective = &cachev1alpha1.EffectiveSettings{
+			Image:         ptr.Deref(o.Spec.Image, ""),
+			MemoryLimitMB: ptr.Deref(o.Spec.MemoryLimitMB, 0),
+			Threads:       ptr.Deref(o.Spec.Threads, 0),
+			Args:          Args(o.Spec),
+		}
+	}
 	set := func(t string, ok bool, reason, msg string) {
 		status := metav1.ConditionFalse
 		if ok {
@@ -76,33 +83,96 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpe
 			Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
 		})
 	}
+	f := classify(o.Errors)
 
+	// Degraded, and the kstatus Stalled: the fleet cannot reach its spec.
+	degradedReason, degradedMsg := "", ""
 	switch {
-	case desired == 0 && rolledOut:
-		set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
-	case rolledOut:
-		set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady,
-			fmt.Sprintf("%d/%d pods ready", ds.AvailableReplicas, desired))
-	default:
-		set(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady,
-			fmt.Sprintf("%d/%d pods of the current spec ready", min(ds.AvailableReplicas, ds.UpdatedReplicas), desired))
+	case !valid:
+		degradedReason, degradedMsg = cachev1alpha1.ReasonInvalidSpec, "the spec breaks a rule, so nothing is built until it is fixed: "+o.Invalid.ToAggregate().Error()
+	case len(o.Errors) > 0:
+		degradedReason, degradedMsg = f.reason, errors.Join(o.Errors...).Error()
+	case o.Deployment != nil:
+		if c := deploymentCondition(o.Deployment.Status, appsv1.DeploymentProgressing); c != nil &&
+			c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			degradedReason, degradedMsg = cachev1alpha1.ReasonRolloutStuck, c.Message
+		}
 	}
+	stalled := !valid || f.stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck
 
-	if rolledOut {
-		set(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "the Deployment matches the spec")
+	// Available and Progressing, from the Deployment when it was observed.
+	rolledOut := false
+	progressMsg := "the operator has not observed the fleet's Deployment yet"
+	if dep := o.Deployment; dep != nil {
+		ds := dep.Status
+		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
+		current := dep.Generation != 0 && ds.ObservedGeneration >= dep.Generation && ptr.Deref(dep.Spec.Replicas, -1) == desired
+		rolledOut = current && ds.UpdatedReplicas == desired && ds.Replicas == desired && ds.AvailableReplicas >= desired
+		available := fmt.Sprintf("%d of %d pods available", ds.AvailableReplicas, desired)
+		switch {
+		case desired == 0:
+			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
+		case rolledOut:
+			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
+		case ds.AvailableReplicas >= desired:
+			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
+		default:
+			set(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
+		}
+		if current {
+			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.UpdatedReplicas, desired, ds.Replicas, ds.AvailableReplicas)
+		} else {
+			progressMsg = "the Deployment has not yet observed the spec applied to it"
+		}
+		if rolledOut {
+			set(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
+		} else {
+			set(cachev1alpha1.ConditionProgressing, true, cachev1alpha1.ReasonRollingOut, progressMsg)
+		}
 	} else {
-		set(cachev1alpha1.ConditionProgressing, true, cachev1alpha1.ReasonRollingOut,
-			fmt.Sprintf("%d updated, %d total, %d available of %d desired", ds.UpdatedReplicas, ds.Replicas, ds.AvailableReplicas, desired))
+		// Not observed: keep what was last known, or say why there is nothing yet.
+		why := degradedReason
+		if why == "" {
+			why = cachev1alpha1.ReasonReplicasNotReady
+		}
+		for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionProgressing} {
+			if meta.FindStatusCondition(st.Conditions, t) == nil {
+				set(t, false, why, progressMsg)
+			}
+		}
 	}
 
-	stuck := deploymentCondition(ds, appsv1.DeploymentProgressing)
-	switch {
-	case reconcileErr != nil:
-		set(cachev1alpha1.ConditionDegraded, true, cachev1alpha1.ReasonReconcileFailed, reconcileErr.Error())
-	case stuck != nil && stuck.Status == corev1.ConditionFalse && stuck.Reason == "ProgressDeadlineExceeded":
-		set(cachev1alpha1.ConditionDegraded, true, cachev1alpha1.ReasonRolloutStuck, stuck.Message)
-	default:
+	if degradedReason != "" {
+		set(cachev1alpha1.ConditionDegraded, true, degradedReason, degradedMsg)
+	} else {
 		set(cachev1alpha1.ConditionDegraded, false, cachev1alpha1.ReasonReconciled, "every owned object matches the spec")
+	}
+	if stalled {
+		set(cachev1alpha1.ConditionStalled, true, degradedReason, degradedMsg)
+	} else {
+		set(cachev1alpha1.ConditionStalled, false, cachev1alpha1.ReasonReconciled, "the operator can make progress")
+	}
+
+	ready := rolledOut && degradedReason == ""
+	switch {
+	case ready && desired == 0:
+		set(cachev1alpha1.ConditionReady, true, cachev1alpha1.ReasonScaledToZero, "size is 0 and no pod runs")
+	case ready:
+		set(cachev1alpha1.ConditionReady, true, cachev1alpha1.ReasonAllReplicasReady, fmt.Sprintf("%d pods run the current spec and are available", desired))
+	case degradedReason != "":
+		set(cachev1alpha1.ConditionReady, false, degradedReason, degradedMsg)
+	default:
+		set(cachev1alpha1.ConditionReady, false, cachev1alpha1.ReasonRollingOut, progressMsg)
+	}
+	if ready || stalled {
+		set(cachev1alpha1.ConditionReconciling, false, meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionReady).Reason, "nothing left to do until something changes")
+	} else {
+		reason := cachev1alpha1.ReasonRollingOut
+		msg := progressMsg
+		if f.transient {
+			reason, msg = f.reason, degradedMsg
+		}
+		set(cachev1alpha1.ConditionReconciling, true, reason, msg)
 	}
 }
 
@@ -115,9 +185,10 @@ func deploymentCondition(ds appsv1.DeploymentStatus, t appsv1.DeploymentConditio
 	return nil
 }
 
-// recordTransitions emits an event when an object is created or a condition
-// flips, never on a pass that changed nothing, so events stay a history of
-// changes rather than a heartbeat.
+// recordTransitions emits an event when an object is created or when
+// Available or Degraded flips, never on a pass that changed nothing, so
+// events stay a history of changes rather than a heartbeat. The other
+// conditions tell the same story in kstatus' words and send none.
 func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	if r.Recorder == nil {
 		return
@@ -126,17 +197,14 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	for _, kind := range s.created {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s %s", kind, mc.Name)
 	}
-	for _, c := range mc.Status.Conditions {
-		if c.Type == cachev1alpha1.ConditionProgressing {
-			// Every scale flips it twice; Available tells the same story once.
-			continue
-		}
-		old := meta.FindStatusCondition(before, c.Type)
-		if (old != nil && old.Status == c.Status) || (old == nil && c.Status == metav1.ConditionFalse) {
+	for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded} {
+		c := meta.FindStatusCondition(mc.Status.Conditions, t)
+		old := meta.FindStatusCondition(before, t)
+		if c == nil || (old != nil && old.Status == c.Status) || (old == nil && c.Status == metav1.ConditionFalse) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
-		if (c.Type == cachev1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
+		if (t == cachev1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(mc, nil, eventType, c.Reason, "Reconcile", "%s is %s: %s", c.Type, c.Status, c.Message)

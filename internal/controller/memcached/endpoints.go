@@ -1,0 +1,69 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// observeEndpoints reads which pods serve from the Service's EndpointSlices:
+// what clients resolving the Service get, kept by the EndpointSlice
+// controller from pod readiness. Pending, unready and terminating pods are
+// not among them.
+func (r *Reconciler) observeEndpoints(ctx context.Context, s *scope) error {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingLabels{
+		discoveryv1.LabelServiceName: s.memcached.Name, LabelManagedBy: ManagedByValue,
+	}); err != nil {
+		return fmt.Errorf("listing EndpointSlices of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	}
+	s.nodes, s.nodesObserved = ReadyPods(list.Items), true
+	return nil
+}
+
+// ReadyPods are the names of the pods that the slices list as ready, sorted
+// and without duplicates (a dual-stack Service has a slice per IP family).
+// A missing ready condition counts as ready, as the EndpointSlice API says.
+func ReadyPods(items []discoveryv1.EndpointSlice) []string {
+	var names []string
+	for i := range items {
+		for _, ep := range items[i].Endpoints {
+			if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" || !ptr.Deref(ep.Conditions.Ready, true) ||
+				ptr.Deref(ep.Conditions.Terminating, false) {
+				continue
+			}
+			names = append(names, ep.TargetRef.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// readyPodsChanged passes the EndpointSlice events that can change
+// status.nodes; address or port churn alone does not.
+var readyPodsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldSlice, ok1 := e.ObjectOld.(*discoveryv1.EndpointSlice)
+		newSlice, ok2 := e.ObjectNew.(*discoveryv1.EndpointSlice)
+		return !ok1 || !ok2 || !slices.Equal(ReadyPods([]discoveryv1.EndpointSlice{*oldSlice}), ReadyPods([]discoveryv1.EndpointSlice{*newSlice}))
+	},
+}
+
+// sliceToMemcached maps a slice to the fleet whose Service it belongs to;
+// the Service has the Memcached's name.
+func sliceToMemcached(_ context.Context, o client.Object) []reconcile.Request {
+	labels := o.GetLabels()
+	name := labels[discoveryv1.LabelServiceName]
+	if labels[LabelManagedBy] != ManagedByValue || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
