@@ -232,7 +232,7 @@ func TestExtraArgsBypasses(t *testing.T) {
 		{"--daemon"}, {"--da"}, {"-d"}, {"-u", "root"}, {"-uroot"}, {"--user=root"},
 		{"-l", "127.0.0.1"}, {"--listen=127.0.0.1"}, {"-s/tmp/sock"}, {"-U", "11211"}, {"-A"}, {"-h"}, {"-V"},
 		{"-Z"}, {"-o", "ssl_chain_cert=/x"}, {"-o", "modern,ext_path=/x:1G"},
-		{"--mem=1"},                                      // ambiguous: --memory-limit, --memory-file
+		{"--mem=1"},                                           // ambiguous: --memory-limit, --memory-file
 		{"--nope"}, {"-q"}, {"modern"}, {"-"}, {"--"}, {"-R"}, // unknown, positional, missing value
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -275,7 +275,11 @@ func TestValidateUpdate(t *testing.T) {
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-k"} }, errPaths: []string{"spec.extraArgs[0]"}, warnings: []string{policy.RestartWarning}},
 		{name: "size warnings only when size changes",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1); s.Resources = nil },
-			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1); s.Resources = nil; s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)} }},
+			new: func(s *cachev1alpha1.MemcachedSpec) {
+				s.Size = ptr.To[int32](1)
+				s.Resources = nil
+				s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}
+			}},
 		{name: "size 1 warns when it becomes 1", new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](1) },
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) }, warnings: []string{"spec.size is 1: every restart or node drain empties the whole cache"}},
 	}
@@ -293,7 +297,11 @@ func TestValidateUpdate(t *testing.T) {
 // still be labelled, have its finalizers removed, and be deleted.
 func TestUpdatesThatNeverBlock(t *testing.T) {
 	g := NewWithT(t)
-	broken := defaulted(func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"}; s.Size = ptr.To[int32](50); s.Resources = nil })
+	broken := defaulted(func(s *cachev1alpha1.MemcachedSpec) {
+		s.ExtraArgs = []string{"-d"}
+		s.Size = ptr.To[int32](50)
+		s.Resources = nil
+	})
 	broken.Name = "Not.A.Label"
 	broken.Finalizers = []string{"foregroundDeletion"}
 	labelled := broken.DeepCopy()

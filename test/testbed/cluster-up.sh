@@ -176,7 +176,7 @@ start kube-apiserver "${B[kube-apiserver]}" \
   --etcd-servers http://127.0.0.1:2379 \
   --service-cluster-ip-range "$SERVICE_CIDR" \
   --authorization-mode Node,RBAC \
-  --enable-admission-plugins NodeRestriction,PodSecurity \
+  --enable-admission-plugins NodeRestriction,PodSecurity,OwnerReferencesPermissionEnforcement \
   --allow-privileged=true \
   --client-ca-file "$PKI/ca.crt" \
   --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \

@@ -59,6 +59,10 @@ func New(opts Options) (*envtest.Environment, error) {
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
 	}
+	// OpenShift and other hardened clusters run this plugin: it refuses an
+	// owner reference with blockOwnerDeletion unless the writer may update
+	// the owner's finalizers, which is what the operator's applies carry.
+	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}

@@ -2,6 +2,8 @@ package memcached_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -10,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
@@ -55,16 +59,56 @@ func replicasOf(mc *cachev1alpha1.Memcached) func(Gomega) int32 {
 	return func(g Gomega) int32 { return *deploymentOf(mc)(g).Spec.Replicas }
 }
 
-// createPods stands in for the ReplicaSet controller that envtest lacks.
-func createPods(mc *cachev1alpha1.Memcached, names ...string) {
-	for _, n := range names {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: mc.Namespace, Labels: map[string]string{
-				memcached.LabelName: memcached.NameValue, memcached.LabelInstance: mc.Name, memcached.LabelManagedBy: memcached.ManagedByValue,
-			}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:envtest"}}},
-		}
-		Expect(k8s.Create(ctx, pod)).To(Succeed())
+// endpoint is one pod as the EndpointSlice controller lists it.
+type endpoint struct {
+	pod                string
+	ready, terminating bool
+}
+
+// setEndpoints stands in for the EndpointSlice controller that envtest
+// lacks: the fleet's Service's slice, with the labels it copies from the
+// Service, listing these pods.
+func setEndpoints(mc *cachev1alpha1.Memcached, eps ...endpoint) {
+	GinkgoHelper()
+	slice := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{Name: mc.Name + "-abcde", Namespace: mc.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: mc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+			memcached.LabelName: memcached.NameValue, memcached.LabelInstance: mc.Name, memcached.LabelManagedBy: memcached.ManagedByValue,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for i, ep := range eps {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.244.0.%d", i+10)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ep.ready), Serving: ptr.To(ep.ready), Terminating: ptr.To(ep.terminating)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: mc.Namespace, Name: ep.pod},
+		})
+	}
+	Expect(k8s.Patch(ctx, slice, client.Apply, client.FieldOwner("endpointslice-controller"), client.ForceOwnership)).To(Succeed())
+}
+
+func ready(pods ...string) []endpoint {
+	var out []endpoint
+	for _, p := range pods {
+		out = append(out, endpoint{pod: p, ready: true})
+	}
+	return out
+}
+
+func nodesOf(mc *cachev1alpha1.Memcached) func(Gomega) []string {
+	return func(g Gomega) []string {
+		cur := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+		return cur.Status.Nodes
+	}
+}
+
+func statusOf(mc *cachev1alpha1.Memcached) func(Gomega) cachev1alpha1.MemcachedStatus {
+	return func(g Gomega) cachev1alpha1.MemcachedStatus {
+		cur := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+		return cur.Status
 	}
 }
 
@@ -90,6 +134,20 @@ func condition(mc *cachev1alpha1.Memcached, t string) func(Gomega) metav1.Condit
 	}
 }
 
+// sampleEntries is one table entry per file in docs/samples, so a sample
+// added there is held to the zero-write property without editing this file.
+func sampleEntries() []TableEntry {
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "docs", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("no samples in docs/samples: %v", err))
+	}
+	var entries []TableEntry
+	for _, f := range files {
+		entries = append(entries, Entry(filepath.Base(f), filepath.Base(f)))
+	}
+	return entries
+}
+
 var _ = Describe("Memcached controller", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
@@ -113,16 +171,13 @@ var _ = Describe("Memcached controller", func() {
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":5}}`)))).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(5)))
 
-		By("listing the pods, sorted, in status.nodes and following their churn")
-		createPods(mc, "memcached-sample-e", "memcached-sample-a", "memcached-sample-c", "memcached-sample-b", "memcached-sample-d")
-		nodes := func(g Gomega) []string {
-			cur := &cachev1alpha1.Memcached{}
-			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
-			return cur.Status.Nodes
-		}
-		Eventually(nodes).Should(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-c", "memcached-sample-d", "memcached-sample-e"}))
-		Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-c", Namespace: ns}})).To(Succeed())
-		Eventually(nodes).Should(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-d", "memcached-sample-e"}))
+		By("listing the ready pods, sorted, in status.nodes and following their churn")
+		setEndpoints(mc, ready("memcached-sample-e", "memcached-sample-a", "memcached-sample-c", "memcached-sample-b", "memcached-sample-d")...)
+		Eventually(nodesOf(mc)).Should(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-c", "memcached-sample-d", "memcached-sample-e"}))
+		By("leaving out pods that are not ready or are terminating")
+		setEndpoints(mc, append(ready("memcached-sample-a", "memcached-sample-b"),
+			endpoint{pod: "memcached-sample-c", ready: false}, endpoint{pod: "memcached-sample-d", terminating: true}, endpoint{pod: "memcached-sample-e", ready: true})...)
+		Eventually(nodesOf(mc)).Should(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-e"}))
 	})
 
 	It("reports Available, Progressing and Degraded with observedGeneration, and an event on the transition", func() {
@@ -154,9 +209,51 @@ var _ = Describe("Memcached controller", func() {
 			return reasons
 		}).Should(ContainElements("Created", cachev1alpha1.ReasonAllReplicasReady))
 
-		By("a new generation is not Available until the Deployment has rolled it out")
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("scaling up is not Available until the new pods are")
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":4}}`)))).To(Succeed())
 		Eventually(condition(mc, cachev1alpha1.ConditionAvailable)).Should(HaveField("Status", metav1.ConditionFalse))
+		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default).Message).To(Equal("2 of 4 pods available"))
+	})
+
+	It("never reports a template change as rolled out before the Deployment has rolled it", func() {
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		markRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("patching only the pod template (maxConnections)")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed())
+		gen := mc.Generation
+		Expect(gen).To(BeNumerically(">", 1))
+		By("the first status of the new generation already says the rollout is under way")
+		var st cachev1alpha1.MemcachedStatus
+		Eventually(func(g Gomega) int64 { st = statusOf(mc)(g); return st.ObservedGeneration }).Should(Equal(gen))
+		conds := map[string]metav1.Condition{}
+		for _, c := range st.Conditions {
+			conds[c.Type] = c
+		}
+		Expect(conds[cachev1alpha1.ConditionReady]).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("ObservedGeneration", gen)))
+		Expect(conds[cachev1alpha1.ConditionProgressing]).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonRollingOut)))
+		Expect(conds[cachev1alpha1.ConditionReconciling]).To(HaveField("Status", metav1.ConditionTrue))
+		By("while the old pods still serve, the fleet stays Available")
+		Expect(conds[cachev1alpha1.ConditionAvailable]).To(HaveField("Status", metav1.ConditionTrue))
+		Consistently(condition(mc, cachev1alpha1.ConditionReady), "1s").Should(HaveField("Status", metav1.ConditionFalse))
+
+		By("a surge pod mid-rollout keeps it Available and not Ready")
+		Eventually(func(g Gomega) {
+			d := deploymentOf(mc)(g)
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 1, ReadyReplicas: 4, AvailableReplicas: 4}
+			g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionProgressing)).Should(HaveField("Message", ContainSubstring("1 of 3 pods run the current spec")))
+		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default).Status).To(Equal(metav1.ConditionTrue))
+		Expect(condition(mc, cachev1alpha1.ConditionReady)(Default).Status).To(Equal(metav1.ConditionFalse))
+
+		markRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(deploymentOf(mc)(Default).Spec.Template.Spec.Containers[0].Args).To(ContainElement("2048"))
 	})
 
 	It("repairs drift: replicas, image and deleted objects come back", func() {
@@ -193,15 +290,19 @@ var _ = Describe("Memcached controller", func() {
 		}).ShouldNot(Equal(svc.UID))
 	})
 
-	It("sends zero write requests when nothing changed", func() {
-		mc := sample(ns, 3)
+	DescribeTable("sends zero write requests when nothing changed", func(file string) {
+		mc := &cachev1alpha1.Memcached{}
+		raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "samples", file))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.UnmarshalStrict(raw, mc)).To(Succeed())
+		mc.Namespace = ns
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
-		createPods(mc, "memcached-sample-x", "memcached-sample-y", "memcached-sample-z")
+		setEndpoints(mc, ready(mc.Name+"-x", mc.Name+"-y", mc.Name+"-z")...)
 		markRolledOut(mc)
-		Eventually(condition(mc, cachev1alpha1.ConditionAvailable)).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 
 		writes := &atomic.Int64{}
-		r := &memcached.Reconciler{Client: countingClient{Client: mgr.GetClient(), writes: writes}, Defaults: testCfg}
+		r := &memcached.Reconciler{Client: countingClient{Client: mgr.GetClient(), writes: writes}, APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: testLimits}
 		req := ctrl.Request{NamespacedName: key(mc)}
 		reconcileWrites := func() int64 {
 			before := writes.Load()
@@ -227,8 +328,8 @@ var _ = Describe("Memcached controller", func() {
 		}
 		Expect(writes.Load()).To(BeZero(), "no write over %d no-op reconciles", passes)
 		Expect(versions()).To(Equal(before), "no object changed on the server either")
-		GinkgoWriter.Printf("no-op reconciles: %d, write requests: %d\n", passes, writes.Load())
-	})
+		GinkgoWriter.Printf("%s: no-op reconciles: %d, write requests: %d\n", file, passes, writes.Load())
+	}, sampleEntries())
 
 	It("scales through the scale subresource, as kubectl scale and an HPA do", func() {
 		mc := sample(ns, 1)
@@ -272,7 +373,7 @@ var _ = Describe("Memcached controller", func() {
 		for _, c := range table.ColumnDefinitions {
 			names = append(names, c.Name)
 		}
-		Expect(names).To(Equal([]string{"Name", "Size", "Ready", "Available", "Age"}))
+		Expect(names).To(Equal([]string{"Name", "Size", "Ready", "Available", "Status", "Age"}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells[:4]).To(Equal([]any{"memcached-sample", float64(2), float64(2), "True"}))
 	})

@@ -24,8 +24,9 @@ import (
 )
 
 // The envtest tier: a real etcd and kube-apiserver, no kube-controller-manager.
-// Nothing runs pods or updates Deployment status here, so specs create pods
-// and set status themselves; garbage collection is left to the real cluster.
+// Nothing runs pods, updates Deployment status or writes EndpointSlices here,
+// so specs stand in for those controllers; garbage collection is left to the
+// real cluster.
 
 var (
 	ctx     context.Context
@@ -35,7 +36,8 @@ var (
 	scheme  = runtime.NewScheme()
 	k8s     client.Client // uncached: assertions never read the manager's cache
 	mgr     ctrl.Manager
-	testCfg = policy.Config{DefaultImage: "memcached:envtest"}
+	testCfg    = policy.Config{DefaultImage: "memcached:envtest"}
+	testLimits = policy.Limits{MaxSize: 8}
 )
 
 func TestController(t *testing.T) {
@@ -69,9 +71,11 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&memcached.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("memcached-operator"),
-		Defaults: testCfg,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("memcached-operator"),
+		Defaults:  testCfg,
+		Limits:    testLimits,
 	}).SetupWithManager(mgr, 2)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

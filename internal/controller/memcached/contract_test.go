@@ -1,0 +1,150 @@
+package memcached_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+// The controller's side of the admission contract: this suite runs without
+// the webhooks, as `make run` and namespaces the webhooks exclude do.
+
+func userDeployment(ns, name string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "mine"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mine"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mine"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mine:1"}}},
+			},
+		},
+	}
+}
+
+var _ = Describe("Memcached controller without webhooks", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("builds nothing for a spec that breaks a rule, says why, and builds once it is fixed", func() {
+		mc := sample(ns, 2)
+		mc.Spec.ExtraArgs = []string{"-m2048"}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonInvalidSpec),
+			HaveField("Message", ContainSubstring("spec.extraArgs[0]"))))
+		Expect(condition(mc, cachev1alpha1.ConditionStalled)(Default).Status).To(Equal(metav1.ConditionTrue))
+		Expect(condition(mc, cachev1alpha1.ConditionReady)(Default).Reason).To(Equal(cachev1alpha1.ReasonInvalidSpec))
+		Consistently(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &appsv1.Deployment{})) }).Should(BeTrue())
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"extraArgs":["-C"]}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
+	})
+
+	It("holds --max-size: never grows a fleet past it, lets one above it shrink", func() {
+		mc := sample(ns, testLimits.MaxSize+2)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Reason", cachev1alpha1.ReasonInvalidSpec), HaveField("Message", ContainSubstring("--max-size"))))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key(mc), &appsv1.Deployment{}))).To(BeTrue())
+
+		Consistently(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &appsv1.Deployment{})) }).Should(BeTrue())
+
+		By("a fleet that runs above a cap lowered since may still scale down")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":5}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(5)))
+		lowered := &memcached.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: policy.Limits{MaxSize: 3}}
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":4}}`)))).To(Succeed())
+		_, err := lowered.Reconcile(ctx, ctrl.Request{NamespacedName: key(mc)})
+		Expect(err).NotTo(HaveOccurred(), "4 is above the lowered cap of 3 but below the 5 pods running")
+		Eventually(replicasOf(mc)).Should(Equal(int32(4)))
+	})
+
+	It("never adopts a Deployment it does not control, and takes the name once it is free", func() {
+		theirs := userDeployment(ns, "memcached-sample")
+		Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonNameConflict),
+			HaveField("Message", ContainSubstring("Deployment "+ns+"/memcached-sample"))))
+		Expect(condition(mc, cachev1alpha1.ConditionStalled)(Default).Status).To(Equal(metav1.ConditionTrue))
+
+		By("the other phases still run: the Service and the PodDisruptionBudget exist")
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &corev1.Service{}).Should(Succeed())
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &policyv1.PodDisruptionBudget{}).Should(Succeed())
+
+		By("the user's Deployment is left exactly as it was")
+		Consistently(func(g Gomega) {
+			cur := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, key(theirs), cur)).To(Succeed())
+			g.Expect(cur.OwnerReferences).To(BeEmpty())
+			g.Expect(cur.Labels).To(Equal(map[string]string{"app": "mine"}))
+			g.Expect(*cur.Spec.Replicas).To(Equal(int32(2)))
+			g.Expect(cur.Spec.Template.Spec.Containers[0].Image).To(Equal("mine:1"))
+		}).Should(Succeed())
+
+		By("once the user removes it, the next pass creates the fleet's own")
+		Expect(k8s.Delete(ctx, theirs)).To(Succeed())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := deploymentOf(mc)(g)
+			g.Expect(metav1.IsControlledBy(d, mc)).To(BeTrue())
+		}).Should(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
+	})
+
+	It("keeps status it could not observe when a phase fails, and runs the other phases", func() {
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		setEndpoints(mc, ready("memcached-sample-a", "memcached-sample-b", "memcached-sample-c")...)
+		markRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("someone takes the fleet's Service over: its owner reference is removed")
+		Expect(k8s.Patch(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: mc.Name, Namespace: ns}},
+			client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`)))).To(Succeed())
+
+		By("and the size changes: the Deployment and PDB phases still run")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":4}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(4)))
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Reason", cachev1alpha1.ReasonNameConflict), HaveField("Message", ContainSubstring("Service "+ns+"/memcached-sample"))))
+		st := statusOf(mc)(Default)
+		Expect(st.Nodes).To(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-c"}))
+		Expect(st.Replicas).To(Equal(int32(3)), "what the Deployment reports, not zero")
+	})
+
+	It("leaves a fleet alone while its namespace is being deleted", func() {
+		mc := sample(ns, 2)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &corev1.Service{}).Should(Succeed())
+		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, key(mc), svc)).To(Succeed())
+		Expect(k8s.Delete(ctx, svc)).To(Succeed())
+
+		r := &memcached.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: testLimits}
+		Eventually(func(g Gomega) {
+			g.Expect(mgr.GetCache().Get(ctx, key(mc), &corev1.Service{})).NotTo(Succeed())
+		}).Should(Succeed())
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key(mc)})
+		Expect(err).NotTo(HaveOccurred(), "no error, so no retries and no error logs")
+		Expect(res).To(Equal(ctrl.Result{}))
+		Consistently(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &corev1.Service{})) }).Should(BeTrue())
+	})
+})
