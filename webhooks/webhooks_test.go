@@ -2,13 +2,16 @@ package webhooks_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,20 +71,27 @@ var _ = Describe("Defaulting webhook", func() {
 		Expect(*s.Image).To(Equal(defaultImage))
 		Expect(*s.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
 		Expect(*s.Port).To(Equal(int32(11211)))
-		Expect(*s.MemoryLimitMB).To(Equal(int32(64)))
+		Expect(s.MemoryLimitMB).To(BeNil(), "derived when pods are built, never stored")
 		Expect(*s.MaxConnections).To(Equal(int32(1024)))
-		Expect(*s.Threads).To(Equal(int32(4)))
+		Expect(s.Threads).To(BeNil(), "derived when pods are built, never stored")
 		Expect(*s.MaxItemSize).To(Equal("1m"))
 		Expect(*s.Verbosity).To(BeZero())
 	})
 
-	It("derives memcached's memory from the container limit and keeps what the user set", func() {
+	It("keeps what the user set and stores no derived value, so the memory limit can later go down or up", func() {
 		ns := newNamespace()
 		mc := memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("mine:1"); s.Threads = ptr.To[int32](2) })
-		Expect(k8s.Create(ctx, mc, client.DryRunAll)).To(Succeed())
-		Expect(*mc.Spec.MemoryLimitMB).To(Equal(int32(230)), "90% of 256Mi")
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Expect(mc.Spec.MemoryLimitMB).To(BeNil())
 		Expect(*mc.Spec.Image).To(Equal("mine:1"))
 		Expect(*mc.Spec.Threads).To(Equal(int32(2)))
+		for _, mem := range []string{"128Mi", "1Gi", "64Mi"} {
+			patch := fmt.Sprintf(`{"spec":{"resources":{"limits":{"memory":%q}}}}`, mem)
+			Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed(), mem)
+		}
+		By("a memoryLimitMB the user sets is held to the limit, on that field")
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"memoryLimitMB":100}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.memoryLimitMB"))
 	})
 
 	It("accepts every sample in docs/samples", func() {
@@ -130,6 +140,31 @@ var _ = Describe("Validating webhook", func() {
 			s.MemoryLimitMB, s.MaxItemSize = ptr.To[int32](64), ptr.To("40m")
 		}, "spec.maxItemSize", "at most half of memoryLimitMB"),
 		Entry("an extra arg that a field owns", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-m", "10"} }, "spec.extraArgs[0]", "set by spec.memoryLimitMB"),
+		Entry("an owned option with its value attached", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-C", "-m2048"} }, "spec.extraArgs[1]", "set by spec.memoryLimitMB"),
+		Entry("an owned option and its value in one argument", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-m 2048"} }, "spec.extraArgs[0]", "set by spec.memoryLimitMB"),
+		Entry("-d clustered behind -v", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-vd"} }, "spec.extraArgs[0]", "daemonizes"),
+		Entry("a long option", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"--memory-limit=4096"} }, "spec.extraArgs[0]", "set by spec.memoryLimitMB"),
+		Entry("a long option's prefix", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"--po=1"} }, "spec.extraArgs[0]", "set by spec.port"),
+		Entry("--daemon", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"--daemon"} }, "spec.extraArgs[0]", "daemonizes"),
+		Entry("a PDB bound that is no number (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("lots"))}
+		}, "spec.podDisruptionBudget.minAvailable", "percentage from 0% to 100%"),
+		Entry("a negative PDB bound (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(-1))}
+		}, "spec.podDisruptionBudget.maxUnavailable", "whole number of 0 or more"),
+		Entry("a PDB percentage above 100 (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("150%"))}
+		}, "spec.podDisruptionBudget.maxUnavailable", "percentage from 0% to 100%"),
+		Entry("an image pull secret listed twice (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "regcred"}}
+		}, "spec.imagePullSecrets[1]", "Duplicate value"),
+		Entry("a spread constraint listed twice (schema)", func(s *cachev1alpha1.MemcachedSpec) {
+			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c, c}
+		}, "spec.topologySpreadConstraints[1]", "Duplicate value"),
+		Entry("an invalid pod label value", func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = map[string]string{"team": "-a-"} }, "spec.podLabels", "valid label"),
+		Entry("an invalid nodeSelector key", func(s *cachev1alpha1.MemcachedSpec) { s.NodeSelector = map[string]string{"bad key": "x"} }, "spec.nodeSelector", "name part must consist"),
+		Entry("an invalid annotation key", func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = map[string]string{"a/b/c": "x"} }, "spec.podAnnotations", "valid label key"),
 		// The CRD's CEL rule, so it holds with the webhooks off too.
 		Entry("both PDB bounds (schema)", func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
@@ -139,12 +174,31 @@ var _ = Describe("Validating webhook", func() {
 		}, "spec.podLabels[app.kubernetes.io/instance]", "cannot be overridden"),
 	)
 
+	DescribeTable("refuses a name that cannot name the fleet's Service (schema)", func(name string) {
+		mc := memcachedIn(ns, nil)
+		mc.Name = name
+		err := k8s.Create(ctx, mc)
+		Expect(err).To(HaveOccurred())
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("DNS-1035 label"))
+	},
+		Entry("a dot", "cache.v2"),
+		Entry("a leading digit", "1cache"),
+		Entry("64 characters", strings.Repeat("c", 64)),
+		Entry("a trailing dash", "cache-"),
+	)
+
 	It("refuses to change the port, an immutable field, and says how to change it", func() {
 		mc := memcachedIn(ns, nil)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"port":11212}}`)))
 		Expect(invalidFields(err)).To(ConsistOf("spec.port"))
 		Expect(err.Error()).To(And(ContainSubstring("immutable"), ContainSubstring("create a new Memcached")))
+		By("the schema holds it, so it holds where the webhooks do not run")
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "memcacheds.cache.example.com"}, crd)).To(Succeed())
+		port := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["port"]
+		Expect(port.XValidations).To(ContainElement(HaveField("Rule", "self == oldSelf")))
 		stored := &cachev1alpha1.Memcached{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mc), stored)).To(Succeed())
 		Expect(*stored.Spec.Port).To(Equal(int32(11211)))

@@ -38,10 +38,10 @@ func (s *source) intn(n int) int { return int(s.byte()) % n }
 func (s *source) maybe() bool { return s.byte()&1 == 1 }
 
 // pick takes a valid value most of the time and an invalid one about one
-// time in twelve, so that a spec with several fields is still often valid.
+// time in thirty-two, so that a spec with many fields is still often valid.
 func pick[T any](s *source, valid, invalid []T) T {
 	b := s.byte()
-	if len(invalid) > 0 && b%12 == 11 {
+	if len(invalid) > 0 && b%32 == 31 {
 		return invalid[int(s.byte())%len(invalid)]
 	}
 	return valid[int(b)%len(valid)]

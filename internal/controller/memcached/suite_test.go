@@ -29,13 +29,13 @@ import (
 // real cluster.
 
 var (
-	ctx     context.Context
-	cancel  context.CancelFunc
-	env     *envtest.Environment
-	cfg     *rest.Config
-	scheme  = runtime.NewScheme()
-	k8s     client.Client // uncached: assertions never read the manager's cache
-	mgr     ctrl.Manager
+	ctx        context.Context
+	cancel     context.CancelFunc
+	env        *envtest.Environment
+	cfg        *rest.Config
+	scheme     = runtime.NewScheme()
+	k8s        client.Client // uncached: assertions never read the manager's cache
+	mgr        ctrl.Manager
 	testCfg    = policy.Config{DefaultImage: "memcached:envtest"}
 	testLimits = policy.Limits{MaxSize: 8}
 )

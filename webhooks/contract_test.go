@@ -1,0 +1,125 @@
+package webhooks_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/specgen"
+)
+
+// storeBypassingWebhooks stores mc as an object admitted before a rule
+// tightened (or while the webhooks were off) would be: the validating
+// webhook configuration is taken away for the create and put back after.
+func storeBypassingWebhooks(mc *cachev1alpha1.Memcached) {
+	GinkgoHelper()
+	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, vwcs)).To(Succeed())
+	Expect(vwcs.Items).To(HaveLen(1))
+	vwc := vwcs.Items[0].DeepCopy()
+	Expect(k8s.Delete(ctx, vwc)).To(Succeed())
+	Eventually(func() error { return k8s.Create(ctx, mc) }).Should(Succeed())
+	vwc.ResourceVersion, vwc.UID = "", ""
+	Expect(k8s.Create(ctx, vwc)).To(Succeed())
+	// The API server's webhook configuration cache follows the new object.
+	Eventually(func() error {
+		return k8s.Create(ctx, memcachedIn(mc.Namespace, func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} }), client.DryRunAll)
+	}).Should(MatchError(ContainSubstring("daemonizes")))
+}
+
+var _ = Describe("Validating webhook on objects that already exist", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("lets a fleet above a lowered --max-size scale down, not up, by patch and by kubectl scale", func() {
+		mc := memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](maxSize * 5) })
+		storeBypassingWebhooks(mc)
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":40}}`)))).To(Succeed())
+		scale := func(n int32) error {
+			return k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}))
+		}
+		Expect(scale(30)).To(Succeed())
+		Expect(invalidFields(scale(35))).To(ConsistOf("spec.replicas"))
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":31}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.size"))
+		Expect(scale(maxSize)).To(Succeed())
+	})
+
+	It("never blocks a label, a finalizer's removal or a delete of an object a rule now refuses, and does not warn about them", func() {
+		mc := memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"}; s.Size = ptr.To[int32](1) })
+		mc.Finalizers = []string{"example.com/hold"}
+		storeBypassingWebhooks(mc)
+
+		warnings.take()
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`)))).To(Succeed())
+		Expect(warnings.take()).To(BeEmpty(), "a label changes nothing worth a warning")
+		By("a spec edit elsewhere is still allowed: only what changed is judged")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed())
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"extraArgs":["-u","root"]}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.extraArgs[0]"))
+
+		Expect(k8s.Delete(ctx, mc)).To(Succeed())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)))).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(mc), mc)) }).Should(BeTrue())
+	})
+})
+
+// The key property of the admission contract: whatever the whole admission
+// chain (schema, CEL, defaulting and validating webhooks) accepts, the
+// controller agrees with and builds into objects the API server accepts.
+var _ = Describe("Every Memcached the admission chain accepts", func() {
+	It("passes the controller's own checks and builds a Deployment, Service and PodDisruptionBudget the API server accepts", func() {
+		n := 1000
+		if v, err := strconv.Atoi(os.Getenv("PROPERTY_SPECS")); err == nil && v > 0 {
+			n = v
+		}
+		seed := uint64(GinkgoRandomSeed())
+		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		ns := newNamespace()
+		cfg := policy.Config{DefaultImage: defaultImage}
+		accepted, rejected, built := 0, 0, 0
+		for i := range n {
+			mc := specgen.Random(r, 160)
+			mc.Namespace = ns
+			desc := func() string { return "spec " + strconv.Itoa(i) + " (seed " + strconv.FormatUint(seed, 10) + "): " + mc.Name }
+			err := k8s.Create(ctx, mc, client.DryRunAll)
+			if err != nil {
+				Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)).To(BeTrue(), "%s: refused for the wrong reason: %v", desc(), err)
+				rejected++
+				continue
+			}
+			accepted++
+			Expect(policy.Validate(mc)).To(BeEmpty(), "%s: admitted, but the controller would refuse it", desc())
+			Expect(policy.ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, policy.Limits{MaxSize: maxSize})).To(BeEmpty(), desc())
+			if mc.UID == "" {
+				mc.UID = types.UID("00000000-0000-0000-0000-000000000001")
+			}
+			spec := policy.Resolve(&mc.Spec, cfg)
+			Expect(k8s.Apply(ctx, memcached.BuildDeployment(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
+			Expect(k8s.Apply(ctx, memcached.BuildService(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
+			built += 2
+			if pdb := memcached.BuildPodDisruptionBudget(mc, spec); pdb != nil {
+				Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
+				built++
+			}
+		}
+		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d\n", n, accepted, rejected, built)
+		AddReportEntry("admission property", map[string]int{"specs": n, "admitted": accepted, "refused": rejected, "objects dry-run": built})
+		Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
+		Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
+	})
+})
