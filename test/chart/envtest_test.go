@@ -171,9 +171,10 @@ func runOperator(cfg *rest.Config, leaseNamespace string, watch []string) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&memcached.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("memcached-operator"),
-		Defaults: policy.Config{DefaultImage: "memcached:1.6"},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("memcached-operator"),
+		Defaults:  policy.Config{DefaultImage: "memcached:1.6"},
 	}).SetupWithManager(mgr, 1)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,183 @@
+package chart_test
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// verbRecorder records the RBAC verb of every request a client sends, the
+// way the API server's authorizer sees it.
+type verbRecorder struct {
+	mu   sync.Mutex
+	seen sets.Set[string]
+}
+
+var requestInfo = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+func (v *verbRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		info, ierr := requestInfo.NewRequestInfo(req)
+		if ierr == nil && info.IsResourceRequest {
+			verbs := []string{info.Verb}
+			// An apply that creates the object is authorized for create too.
+			if info.Verb == "patch" && err == nil && resp.StatusCode == http.StatusCreated {
+				verbs = append(verbs, "create")
+			}
+			v.mu.Lock()
+			for _, verb := range verbs {
+				v.seen.Insert(ruleKey(info.APIGroup, info.Resource, info.Subresource, verb))
+			}
+			v.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (v *verbRecorder) verbs() sets.Set[string] {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.seen.Clone()
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func ruleKey(group, resource, sub, verb string) string {
+	if sub != "" {
+		resource += "/" + sub
+	}
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%s %s %s", group, resource, verb)
+}
+
+// grantedVerbs expands the rules of the chart's operator ClusterRole.
+func grantedVerbs(objs []*unstructured.Unstructured, name string) sets.Set[string] {
+	GinkgoHelper()
+	out := sets.New[string]()
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" || o.GetName() != name {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role)).To(Succeed())
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					resource, sub, _ := strings.Cut(res, "/")
+					for _, verb := range r.Verbs {
+						out.Insert(ruleKey(g, resource, sub, verb))
+					}
+				}
+			}
+		}
+	}
+	Expect(out).NotTo(BeEmpty(), "ClusterRole %s in the render", name)
+	return out
+}
+
+// unobservable are granted verbs no request shows: the API server checks
+// them on the operator's behalf.
+var unobservable = map[string]string{
+	// OwnerReferencesPermissionEnforcement asks, for every owner reference
+	// with blockOwnerDeletion, whether the writer may update the owner's
+	// finalizers; the next spec proves the rule is needed.
+	"cache.example.com memcacheds/finalizers update": "authorized by the admission plugin",
+	// The event recorder patches an event that repeats within minutes into
+	// a series; a short test run sends each event once.
+	"events.k8s.io events patch": "event series",
+}
+
+var _ = Describe("The operator's RBAC rules", func() {
+	It("are exactly the verbs the operator sends, observed over a fleet's lifecycle", func(ctx SpecContext) {
+		const rel, ns = "mc-verbs", "mc-cluster-system"
+		sa := rel + "-memcached-operator"
+		objs := renderSet(rel, ns, ciValues("default"))
+		installRBAC(ctx, objs)
+		cfg, _ := as(ns, sa)
+		rec := &verbRecorder{seen: sets.New[string]()}
+		cfg.Wrap(rec.wrap)
+
+		runOperator(cfg, ns, nil)
+		reconciledBy(ctx, "team-b", "verbs")
+		By("scaling to one pod, which removes the PodDisruptionBudget")
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs"}}
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("policy poddisruptionbudgets delete"))
+
+		granted := grantedVerbs(objs, sa)
+		seen := rec.verbs()
+		operatorRole := sets.New[string]()
+		for k := range seen {
+			// Leader election's Lease and its core/v1 events belong to the
+			// leader-election Role in the release namespace.
+			if !strings.HasPrefix(k, "coordination.k8s.io ") && !strings.HasPrefix(k, "core events ") {
+				operatorRole.Insert(k)
+			}
+		}
+		GinkgoWriter.Printf("verbs sent: %v\n", sets.List(operatorRole))
+		Expect(sets.List(operatorRole.Difference(granted))).To(BeEmpty(), "sent without a grant")
+		mayBeUnseen := sets.New(slices.Collect(maps.Keys(unobservable))...)
+		for k := range operatorRole {
+			// Informers open with a watch that streams the initial list
+			// (WatchList); a server without it, or a fallback, sends LIST.
+			if list, ok := strings.CutSuffix(k, " watch"); ok {
+				mayBeUnseen.Insert(list + " list")
+			}
+		}
+		unused := sets.List(granted.Difference(operatorRole))
+		Expect(mayBeUnseen.IsSuperset(sets.New(unused...))).To(BeTrue(), "granted but never sent: %v", sets.List(sets.New(unused...).Difference(mayBeUnseen)))
+		Expect(granted.Has("cache.example.com memcacheds/finalizers update")).To(BeTrue())
+	})
+
+	It("need memcacheds/finalizers on an API server that enforces owner-reference permissions", func(ctx SpecContext) {
+		const rel, ns = "mc-finalizers", "mc-cluster-system"
+		sa := rel + "-memcached-operator"
+		objs := renderSet(rel, ns, ciValues("default"))
+		installRBAC(ctx, objs)
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "finalizers"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](0)}}
+		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+		owned := func(name string) *corev1ac.ServiceApplyConfiguration {
+			return corev1ac.Service(name, "other").
+				WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("cache.example.com/v1alpha1").WithKind("Memcached").
+					WithName(mc.Name).WithUID(mc.UID).WithController(true).WithBlockOwnerDeletion(true)).
+				WithSpec(corev1ac.ServiceSpec().WithClusterIP("None").WithPorts(corev1ac.ServicePort().WithPort(11211)))
+		}
+		_, c := as(ns, sa)
+		Expect(c.Apply(ctx, owned("with-grant"), client.FieldOwner("memcached-operator"))).To(Succeed())
+
+		By("the same ServiceAccount, with the finalizers rule taken out of its role")
+		role := &rbacv1.ClusterRole{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: sa}, role)).To(Succeed())
+		role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "memcacheds/finalizers") })
+		Expect(k8sClient.Update(ctx, role)).To(Succeed())
+		Eventually(func() error {
+			return c.Apply(ctx, owned("without-grant"), client.FieldOwner("memcached-operator"))
+		}).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
+	})
+})
+
