@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,6 +49,7 @@ var _ = Describe("Memcached controller without webhooks", func() {
 			HaveField("Message", ContainSubstring("spec.extraArgs[0]"))))
 		Expect(condition(mc, cachev1alpha1.ConditionStalled)(Default).Status).To(Equal(metav1.ConditionTrue))
 		Expect(condition(mc, cachev1alpha1.ConditionReady)(Default).Reason).To(Equal(cachev1alpha1.ReasonInvalidSpec))
+		Expect(kstatusOf(mc)(Default)).To(Equal(kstatus.FailedStatus), "Flux and Argo CD see a failed resource, not one in progress forever")
 		Consistently(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &appsv1.Deployment{})) }).Should(BeTrue())
 
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"extraArgs":["-C"]}}`)))).To(Succeed())

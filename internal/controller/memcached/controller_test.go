@@ -18,11 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -101,6 +103,18 @@ func nodesOf(mc *cachev1alpha1.Memcached) func(Gomega) []string {
 		cur := &cachev1alpha1.Memcached{}
 		g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
 		return cur.Status.Nodes
+	}
+}
+
+// kstatusOf is the fleet's health as Flux and other kstatus readers compute it.
+func kstatusOf(mc *cachev1alpha1.Memcached) func(Gomega) kstatus.Status {
+	return func(g Gomega) kstatus.Status {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(cachev1alpha1.GroupVersion.WithKind("Memcached"))
+		g.Expect(k8s.Get(ctx, key(mc), u)).To(Succeed())
+		res, err := kstatus.Compute(u)
+		g.Expect(err).NotTo(HaveOccurred())
+		return res.Status
 	}
 }
 
@@ -237,6 +251,7 @@ var _ = Describe("Memcached controller", func() {
 		Expect(conds[cachev1alpha1.ConditionReady]).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("ObservedGeneration", gen)))
 		Expect(conds[cachev1alpha1.ConditionProgressing]).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonRollingOut)))
 		Expect(conds[cachev1alpha1.ConditionReconciling]).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(kstatusOf(mc)(Default)).To(Equal(kstatus.InProgressStatus), "what Flux's health check reads")
 		By("while the old pods still serve, the fleet stays Available")
 		Expect(conds[cachev1alpha1.ConditionAvailable]).To(HaveField("Status", metav1.ConditionTrue))
 		Consistently(condition(mc, cachev1alpha1.ConditionReady), "1s").Should(HaveField("Status", metav1.ConditionFalse))
@@ -253,6 +268,7 @@ var _ = Describe("Memcached controller", func() {
 
 		markRolledOut(mc)
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(kstatusOf(mc)(Default)).To(Equal(kstatus.CurrentStatus))
 		Expect(deploymentOf(mc)(Default).Spec.Template.Spec.Containers[0].Args).To(ContainElement("2048"))
 	})
 
