@@ -92,9 +92,9 @@ func (c *Checker) DryRunValid(ctx context.Context) error {
 	if c.Config.DefaultImage != "" && image != c.Config.DefaultImage {
 		return fmt.Errorf("spec.image is %q, want the operator's --default-image %q: is the mutating webhook registered?", image, c.Config.DefaultImage)
 	}
-	// The schema has no default for memoryLimitMB: only the webhook sets it.
-	if _, found, _ := unstructured.NestedFieldNoCopy(mc.Object, "spec", "memoryLimitMB"); !found {
-		return errors.New("spec.memoryLimitMB was not defaulted: is the mutating webhook registered?")
+	// The schema has no default for maxConnections: only the webhook sets it.
+	if _, found, _ := unstructured.NestedFieldNoCopy(mc.Object, "spec", "maxConnections"); !found {
+		return errors.New("spec.maxConnections was not defaulted: is the mutating webhook registered?")
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func (s *apiServer) client() client.WithWatch {
 				if _, ok, _ := unstructured.NestedString(mc.Object, "spec", "image"); !ok {
 					_ = unstructured.SetNestedField(mc.Object, "memcached:1.6", "spec", "image")
 				}
-				_ = unstructured.SetNestedField(mc.Object, int64(64), "spec", "memoryLimitMB")
+				_ = unstructured.SetNestedField(mc.Object, int64(1024), "spec", "maxConnections")
 			}
 			size, _, _ := unstructured.NestedInt64(mc.Object, "spec", "size")
 			args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "extraArgs")

@@ -193,6 +193,41 @@ spec: {size: 1}`, "--dry-run=server")
 		Expect(mustRun(kubectl("get", "mc", "-n", appNamespace))).To(MatchRegexp(`memcached-sample\s+4\s+4\s+True`))
 	})
 
+	It("says Ready only once every pod runs a template-only change; the Service name resolves to every ready pod", func() {
+		ns, name := appNamespace, "memcached-sample"
+		mustRun(kubectl("patch", "memcached", name, "-n", ns, "--type=merge", "-p", `{"spec":{"maxConnections":2048}}`))
+		start := time.Now()
+		// kubectl wait reads the condition's observedGeneration: it cannot be
+		// satisfied by the status of the generation before the patch.
+		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=4m"))
+		AddReportEntry("template-only patch to Ready (4 pods rolled one at a time)", time.Since(start).String())
+
+		By("when kubectl wait returns, the rollout has really happened")
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep)).To(Succeed())
+		Expect(dep.Status.ObservedGeneration).To(Equal(dep.Generation))
+		Expect(dep.Status).To(And(HaveField("UpdatedReplicas", int32(4)), HaveField("Replicas", int32(4)), HaveField("AvailableReplicas", int32(4))))
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name})).To(Succeed())
+		var ips []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			Expect(p.Spec.Containers[0].Args).To(ContainElement("2048"), "pod %s runs the new spec", p.Name)
+			ips = append(ips, p.Status.PodIP)
+		}
+		Expect(ips).To(HaveLen(4))
+		mc, err := getMemcached(ns, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.Status.Nodes).To(HaveLen(4))
+
+		By("<name>.<namespace>.svc resolves to the address of every ready pod, which is how clients find the servers")
+		Eventually(func() []string {
+			return strings.Fields(probe(ctx, ns, "dns-client", "dns", name+"."+ns+".svc.cluster.local"))
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(ConsistOf(ips))
+	})
+
 	It("stores a Memcached that gave only size with every default filled in", func() {
 		mustRun(kubectlApply(`apiVersion: cache.example.com/v1alpha1
 kind: Memcached
@@ -203,12 +238,18 @@ spec: {size: 1}`))
 		Expect(mc.Spec).To(And(
 			HaveKeyWithValue("image", images["MEMCACHED_IMAGE"]),
 			HaveKeyWithValue("port", BeNumerically("==", 11211)),
-			HaveKeyWithValue("memoryLimitMB", BeNumerically("==", 64)),
 			HaveKeyWithValue("maxConnections", BeNumerically("==", 1024)),
-			HaveKeyWithValue("threads", BeNumerically("==", 4)),
 			HaveKeyWithValue("maxItemSize", "1m"),
 			HaveKeyWithValue("imagePullPolicy", "IfNotPresent"),
 		))
+		By("-m and -t are not stored: they follow the container's limits, and status.effective shows them")
+		Expect(mc.Spec).NotTo(HaveKey("memoryLimitMB"))
+		Expect(mc.Spec).NotTo(HaveKey("threads"))
+		Eventually(func(g Gomega) {
+			out, err := kubectl("get", "memcached", "defaulted", "-n", appNamespace, "-o", "jsonpath={.status.effective.memoryLimitMB} {.status.effective.threads}")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(Equal("64 4"))
+		}).Should(Succeed())
 		mustRun(kubectl("delete", "memcached", "defaulted", "-n", appNamespace, "--wait=false"))
 	})
 
@@ -224,6 +265,10 @@ spec: {size: 1}`))
 		Entry("size above --max-size", mcManifest("size: 11"), "spec.size: Invalid value: 11: must be less than or equal to 10, the operator's --max-size"),
 		Entry("memory above the container limit", mcManifest("size: 1\n  memoryLimitMB: 512\n  resources: {limits: {memory: 128Mi}}"), "spec.memoryLimitMB"),
 		Entry("an extra arg a field owns", mcManifest("size: 1\n  extraArgs: [\"-p\", \"1\"]"), "spec.extraArgs[0]"),
+		Entry("an owned option with its value attached", mcManifest("size: 1\n  extraArgs: [\"-C\", \"-m2048\"]"), "spec.extraArgs[1]"),
+		Entry("-d clustered behind -v", mcManifest("size: 1\n  extraArgs: [\"-vd\"]"), "daemonizes"),
+		Entry("a PDB bound that is no number", mcManifest("size: 3\n  podDisruptionBudget: {minAvailable: lots}"), "spec.podDisruptionBudget.minAvailable"),
+		Entry("a name that cannot name the fleet's Service", strings.Replace(mcManifest("size: 1"), "name: rejected", "name: cache.v2", 1), "DNS-1035 label"),
 	)
 
 	It("rejects kubectl scale above --max-size and a change of the immutable port", func() {
