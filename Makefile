@@ -67,6 +67,17 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 test: manifests generate envtest helm-lint ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
 
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz: ## Run every Go fuzzer for FUZZTIME each (default 60s); a finding is saved under the package's testdata/fuzz.
+	@set -e; for file in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+	  pkg=./$$(dirname $$file); \
+	  for fz in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+	    echo "go test $$pkg -run '^$$' -fuzz '^$$fz\$$' -fuzztime $(FUZZTIME)"; \
+	    go test $$pkg -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
+
 .PHONY: demo
 demo: ## Bring up the project's own cluster, install cert-manager and the chart, and show the operator at work.
 	hack/demo.sh
