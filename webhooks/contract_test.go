@@ -95,7 +95,9 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		for i := range n {
 			mc := specgen.Random(r, 160)
 			mc.Namespace = ns
-			desc := func() string { return "spec " + strconv.Itoa(i) + " (seed " + strconv.FormatUint(seed, 10) + "): " + mc.Name }
+			desc := func() string {
+				return "spec " + strconv.Itoa(i) + " (seed " + strconv.FormatUint(seed, 10) + "): " + mc.Name
+			}
 			err := k8s.Create(ctx, mc, client.DryRunAll)
 			if err != nil {
 				Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)).To(BeTrue(), "%s: refused for the wrong reason: %v", desc(), err)

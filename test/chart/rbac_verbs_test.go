@@ -180,4 +180,3 @@ var _ = Describe("The operator's RBAC rules", func() {
 		}).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
 	})
 })
-

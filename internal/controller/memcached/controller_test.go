@@ -20,11 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	discoveryv1ac "k8s.io/client-go/applyconfigurations/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -72,22 +74,19 @@ type endpoint struct {
 // Service, listing these pods.
 func setEndpoints(mc *cachev1alpha1.Memcached, eps ...endpoint) {
 	GinkgoHelper()
-	slice := &discoveryv1.EndpointSlice{
-		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
-		ObjectMeta: metav1.ObjectMeta{Name: mc.Name + "-abcde", Namespace: mc.Namespace, Labels: map[string]string{
+	slice := discoveryv1ac.EndpointSlice(mc.Name+"-abcde", mc.Namespace).
+		WithLabels(map[string]string{
 			discoveryv1.LabelServiceName: mc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
 			memcached.LabelName: memcached.NameValue, memcached.LabelInstance: mc.Name, memcached.LabelManagedBy: memcached.ManagedByValue,
-		}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-	}
+		}).
+		WithAddressType(discoveryv1.AddressTypeIPv4)
 	for i, ep := range eps {
-		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{fmt.Sprintf("10.244.0.%d", i+10)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ep.ready), Serving: ptr.To(ep.ready), Terminating: ptr.To(ep.terminating)},
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: mc.Namespace, Name: ep.pod},
-		})
+		slice.WithEndpoints(discoveryv1ac.Endpoint().
+			WithAddresses(fmt.Sprintf("10.244.0.%d", i+10)).
+			WithConditions(discoveryv1ac.EndpointConditions().WithReady(ep.ready).WithServing(ep.ready).WithTerminating(ep.terminating)).
+			WithTargetRef(corev1ac.ObjectReference().WithKind("Pod").WithNamespace(mc.Namespace).WithName(ep.pod)))
 	}
-	Expect(k8s.Patch(ctx, slice, client.Apply, client.FieldOwner("endpointslice-controller"), client.ForceOwnership)).To(Succeed())
+	Expect(k8s.Apply(ctx, slice, client.FieldOwner("endpointslice-controller"), client.ForceOwnership)).To(Succeed())
 }
 
 func ready(pods ...string) []endpoint {
