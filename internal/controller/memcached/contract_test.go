@@ -1,6 +1,8 @@
 package memcached_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +87,11 @@ var _ = Describe("Memcached controller without webhooks", func() {
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonNameConflict),
 			HaveField("Message", ContainSubstring("Deployment "+ns+"/memcached-sample"))))
 		Expect(condition(mc, cachev1alpha1.ConditionStalled)(Default).Status).To(Equal(metav1.ConditionTrue))
+		By("the conflicting object has no owner reference to requeue the fleet, so it is looked at again after a while")
+		r := &memcached.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: testLimits}
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key(mc)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(Equal(time.Minute))
 
 		By("the other phases still run: the Service and the PodDisruptionBudget exist")
 		Eventually(k8s.Get).WithArguments(ctx, key(mc), &corev1.Service{}).Should(Succeed())
