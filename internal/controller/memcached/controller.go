@@ -109,8 +109,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: policy.Resolve(&mc.Spec, r.Defaults)}
 
+	// Nothing is built from a spec that breaks a rule, or that could not be
+	// checked against the running Deployment.
 	errs := []error{r.validate(ctx, s)}
-	if len(s.invalid) == 0 {
+	if errs[0] == nil && len(s.invalid) == 0 {
 		for _, p := range []phase{r.reconcileDeployment, r.reconcileService, r.reconcilePodDisruptionBudget} {
 			errs = append(errs, p(ctx, s))
 		}
