@@ -38,15 +38,14 @@ step "Apply the tutorial's sample (size 3) and wait until it is Available"
 show "$KUBECTL" apply -n "$APPS" -f docs/samples/cache_v1alpha1_memcached.yaml
 show "$KUBECTL" wait -n "$APPS" --for=condition=Available memcached/memcached-sample --timeout=3m
 show "$KUBECTL" get -n "$APPS" memcached,deploy,pods
-show "$KUBECTL" get -n "$APPS" memcached memcached-sample -o jsonpath='{"status.nodes: "}{.status.nodes}{"\n"}'
+show "$KUBECTL" get -n "$APPS" memcached memcached-sample -o jsonpath='{"status.nodes: "}{.status.nodes}{"\nstatus.effective: "}{.status.effective}{"\n"}'
 done_step
 
 step "Resize as the tutorial does: kubectl patch to 5"
 show "$KUBECTL" patch -n "$APPS" memcached memcached-sample -p '{"spec":{"size": 5}}' --type=merge
-show "$KUBECTL" wait -n "$APPS" --for=jsonpath='{.status.readyReplicas}'=5 memcached/memcached-sample --timeout=3m
-# Ready is not yet Available: each new pod must stay ready for minReadySeconds.
-show "$KUBECTL" wait -n "$APPS" --for=condition=Available memcached/memcached-sample --timeout=3m
-show "$KUBECTL" get -n "$APPS" mc memcached-sample
+# Ready (kstatus) waits for the new pods to be available, minReadySeconds included.
+show "$KUBECTL" wait -n "$APPS" --for=condition=Ready memcached/memcached-sample --timeout=3m
+show "$KUBECTL" get -n "$APPS" mc memcached-sample -o wide
 done_step
 
 step "A Memcached that gives only its size is stored with every default filled in"
@@ -56,6 +55,11 @@ done_step
 
 step "A Memcached above the operator's --max-size is rejected with its field path"
 printf 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: too-big}\nspec: {size: 500}\n' |
+  { show "$KUBECTL" apply -n "$APPS" -f - && { echo "expected a rejection" >&2; exit 1; } || true; }
+done_step
+
+step "An extraArgs option that a field owns is rejected in any spelling memcached reads"
+printf 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sneaky}\nspec: {size: 1, extraArgs: ["-C", "-m2048"]}\n' |
   { show "$KUBECTL" apply -n "$APPS" -f - && { echo "expected a rejection" >&2; exit 1; } || true; }
 done_step
 
