@@ -90,7 +90,7 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		seed := uint64(GinkgoRandomSeed())
 		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		ns := newNamespace()
-		cfg := policy.Config{DefaultImage: defaultImage}
+		cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
 		accepted, rejected, built := 0, 0, 0
 		for i := range n {
 			mc := specgen.Random(r, 160)
@@ -106,6 +106,7 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 			}
 			accepted++
 			Expect(policy.Validate(mc)).To(BeEmpty(), "%s: admitted, but the controller would refuse it", desc())
+			Expect(policy.ValidateResolved(policy.Resolve(&mc.Spec, cfg))).To(BeEmpty(), "%s: admitted, but the controller could not complete it", desc())
 			Expect(policy.ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, policy.Limits{MaxSize: maxSize})).To(BeEmpty(), desc())
 			if mc.UID == "" {
 				mc.UID = types.UID("00000000-0000-0000-0000-000000000001")

@@ -33,7 +33,7 @@ type Options struct {
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
 		WithDefaulter(&Defaulter{Config: opts.Defaults}).
-		WithValidator(&Validator{Limits: opts.Limits}).
+		WithValidator(&Validator{Limits: opts.Limits, Defaults: opts.Defaults}).
 		Complete(); err != nil {
 		return err
 	}
@@ -59,6 +59,9 @@ func (d *Defaulter) Default(_ context.Context, mc *cachev1alpha1.Memcached) erro
 // Validator rejects a Memcached that breaks a rule and warns about risky ones.
 type Validator struct {
 	Limits policy.Limits
+	// Defaults complete the spec as the controller will, so admission
+	// refuses what the controller could not build.
+	Defaults policy.Config
 }
 
 var _ admission.Validator[*cachev1alpha1.Memcached] = &Validator{}
@@ -66,13 +69,22 @@ var _ admission.Validator[*cachev1alpha1.Memcached] = &Validator{}
 // ValidateCreate implements admission.Validator.
 func (v *Validator) ValidateCreate(_ context.Context, mc *cachev1alpha1.Memcached) (admission.Warnings, error) {
 	errs, warnings := policy.ValidateCreate(mc, v.Limits)
+	errs = append(errs, v.resolved(mc)...)
 	return admission.Warnings(warnings), invalid(mc, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
 func (v *Validator) ValidateUpdate(_ context.Context, oldMC, mc *cachev1alpha1.Memcached) (admission.Warnings, error) {
 	errs, warnings := policy.ValidateUpdate(oldMC, mc, v.Limits)
+	if mc.DeletionTimestamp == nil {
+		errs = append(errs, policy.Ratchet(v.resolved(mc), v.resolved(oldMC))...)
+	}
 	return admission.Warnings(warnings), invalid(mc, errs)
+}
+
+// resolved are the errors of the spec as the controller completes it.
+func (v *Validator) resolved(mc *cachev1alpha1.Memcached) field.ErrorList {
+	return policy.ValidateResolved(policy.Resolve(&mc.Spec, v.Defaults))
 }
 
 // ValidateDelete implements admission.Validator; deletion is always allowed.

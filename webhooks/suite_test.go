@@ -33,8 +33,9 @@ import (
 // renders, so the paths, rules and scopes users install are the ones tested.
 
 const (
-	maxSize      = 10
-	defaultImage = "memcached:webhook-test"
+	maxSize       = 10
+	defaultImage  = "memcached:webhook-test"
+	exporterImage = "memcached-operator:webhook-test"
 )
 
 var (
@@ -85,7 +86,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(webhooks.SetupWithManager(mgr, webhooks.Options{
-		Defaults: policy.Config{DefaultImage: defaultImage},
+		Defaults: policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage},
 		Limits:   policy.Limits{MaxSize: maxSize},
 	})).To(Succeed())
 	go func() {

@@ -94,6 +94,17 @@ var _ = Describe("Defaulting webhook", func() {
 		Expect(invalidFields(err)).To(ConsistOf("spec.memoryLimitMB"))
 	})
 
+	It("pins the exporter's image once the exporter is enabled, on create or on a later update", func() {
+		ns := newNamespace()
+		mc := memcachedIn(ns, nil)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Expect(mc.Spec.Monitoring).To(BeNil())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"exporter":{"enabled":true}}}}`)))).To(Succeed())
+		Expect(*mc.Spec.Monitoring.Exporter.Image).To(Equal(exporterImage))
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"exporter":{"enabled":false},"serviceMonitor":{"enabled":true}}}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.monitoring.serviceMonitor.enabled"))
+	})
+
 	It("accepts every sample in docs/samples", func() {
 		ns := newNamespace()
 		files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "docs", "samples", "*.yaml"))

@@ -42,6 +42,7 @@ type options struct {
 	webhookCertDir                         string
 	maxSize                                int
 	defaultImage                           string
+	exporterImage                          string
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder with the webhook server's tls.crt and tls.key; rotated files are picked up without restart.")
 	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
+	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
@@ -116,7 +118,7 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	defaults := policy.Config{DefaultImage: o.defaultImage}
+	defaults := policy.Config{DefaultImage: o.defaultImage, ExporterImage: o.exporterImage}
 	limits := policy.Limits{MaxSize: int32(o.maxSize)}
 	if err := (&memcached.Reconciler{
 		Client:    mgr.GetClient(),

@@ -33,12 +33,32 @@ const (
 type Config struct {
 	// DefaultImage is used when spec.image is empty.
 	DefaultImage string
+	// ExporterImage is used when the exporter is enabled without an image.
+	ExporterImage string
+}
+
+// ExporterEnabled tells whether the fleet's pods run the exporter sidecar.
+func ExporterEnabled(spec *cachev1alpha1.MemcachedSpec) bool {
+	return spec.Monitoring != nil && spec.Monitoring.Exporter != nil && ptr.Deref(spec.Monitoring.Exporter.Enabled, false)
+}
+
+// ServiceMonitorEnabled tells whether the fleet asks for a ServiceMonitor.
+func ServiceMonitorEnabled(spec *cachev1alpha1.MemcachedSpec) bool {
+	return spec.Monitoring != nil && spec.Monitoring.ServiceMonitor != nil && ptr.Deref(spec.Monitoring.ServiceMonitor.Enabled, false)
+}
+
+// defaultExporterResources keep the sidecar small: it holds one connection
+// per scrape and no state.
+var defaultExporterResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
 }
 
 // Default fills the fields a user left empty with values that depend on
 // nothing else, and only those, so that it is idempotent and never overrides
-// a user's choice. The image is pinned here, at admission: an operator
-// upgrade that changes --default-image then never rolls existing fleets.
+// a user's choice. The images (memcached's, and the exporter's once it is
+// enabled) are pinned here, at admission: an operator upgrade that changes
+// --default-image or --exporter-image then never rolls existing fleets.
 // memoryLimitMB and threads are left empty on purpose: they follow the
 // container's limits, so Resolve derives them each time pods are built.
 func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
@@ -51,6 +71,9 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	setIfNil(&spec.MaxConnections, DefaultMaxConnections)
 	setIfNil(&spec.MaxItemSize, DefaultMaxItemSize)
 	setIfNil(&spec.Verbosity, DefaultVerbosity)
+	if ExporterEnabled(spec) && spec.Monitoring.Exporter.Image == nil && cfg.ExporterImage != "" {
+		spec.Monitoring.Exporter.Image = ptr.To(cfg.ExporterImage)
+	}
 }
 
 // Resolve is the spec the pods are built from: Default's values, then item
@@ -61,6 +84,9 @@ func Resolve(spec *cachev1alpha1.MemcachedSpec, cfg Config) *cachev1alpha1.Memca
 	Default(out, cfg)
 	setIfNil(&out.MemoryLimitMB, derivedMemoryLimitMB(out.Resources))
 	setIfNil(&out.Threads, derivedThreads(out.Resources))
+	if ExporterEnabled(out) && out.Monitoring.Exporter.Resources == nil {
+		out.Monitoring.Exporter.Resources = defaultExporterResources.DeepCopy()
+	}
 	return out
 }
 

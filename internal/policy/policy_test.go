@@ -70,6 +70,23 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+func TestExporterImageIsPinnedOnlyWhenEnabled(t *testing.T) {
+	g := NewWithT(t)
+	withExporter := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:1"}
+	spec := cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{}}}
+	policy.Default(&spec, withExporter)
+	g.Expect(spec.Monitoring.Exporter.Image).To(BeNil(), "nothing to pin while the exporter is off")
+	spec.Monitoring.Exporter.Enabled = ptr.To(true)
+	policy.Default(&spec, withExporter)
+	g.Expect(*spec.Monitoring.Exporter.Image).To(Equal("operator:1"))
+	policy.Default(&spec, policy.Config{ExporterImage: "operator:2"})
+	g.Expect(*spec.Monitoring.Exporter.Image).To(Equal("operator:1"), "an operator upgrade does not change a pinned image")
+	g.Expect(policy.Resolve(&spec, withExporter).Monitoring.Exporter.Resources.Limits.Memory().String()).To(Equal("32Mi"))
+
+	unpinned := cachev1alpha1.MemcachedSpec{Image: ptr.To("m"), Monitoring: &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)}}}
+	g.Expect(paths(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{})))).To(ConsistOf("spec.monitoring.exporter.image"))
+}
+
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		name            string
@@ -201,6 +218,16 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a name that is not a DNS-1035 label", mcName: "cache.v2", errPaths: []string{"metadata.name"}},
 		{name: "a name that starts with a digit", mcName: "1cache", errPaths: []string{"metadata.name"}},
 		{name: "a name longer than 63 characters", mcName: strings.Repeat("a", 64), errPaths: []string{"metadata.name"}},
+		{name: "a ServiceMonitor without the exporter", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Monitoring = &cachev1alpha1.MonitoringSpec{ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Enabled: ptr.To(true)}}
+		}, errPaths: []string{"spec.monitoring.serviceMonitor.enabled"}},
+		{name: "monitoring with the exporter and a ServiceMonitor", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true), Image: ptr.To("op:1")},
+				ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Enabled: ptr.To(true), Interval: ptr.To("30s"), Labels: map[string]string{"release": "prom"}}}
+		}},
+		{name: "invalid ServiceMonitor labels", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Monitoring = &cachev1alpha1.MonitoringSpec{ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Labels: map[string]string{"bad key": "x"}}}
+		}, errPaths: []string{"spec.monitoring.serviceMonitor.labels"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

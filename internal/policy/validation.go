@@ -42,6 +42,19 @@ func Validate(mc *cachev1alpha1.Memcached) field.ErrorList {
 	return append(errs, validateSpec(field.NewPath("spec"), &mc.Spec)...)
 }
 
+// ValidateResolved checks what only the operator's flags complete: a spec
+// resolved with them must name every image its pods run.
+func ValidateResolved(spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	var errs field.ErrorList
+	if ptr.Deref(spec.Image, "") == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "image"), "the operator has no --default-image: set the image"))
+	}
+	if ExporterEnabled(spec) && ptr.Deref(spec.Monitoring.Exporter.Image, "") == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "monitoring", "exporter", "image"), "the operator has no --exporter-image: set the image"))
+	}
+	return errs
+}
+
 // ValidateCreate checks a new, defaulted Memcached.
 func ValidateCreate(mc *cachev1alpha1.Memcached, limits Limits) (field.ErrorList, Warnings) {
 	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, limits)
@@ -60,7 +73,7 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 		return nil, nil
 	}
 	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, oldMC.Spec.Size, limits)
-	errs = append(errs, ratchet(Validate(mc), Validate(oldMC))...)
+	errs = append(errs, Ratchet(Validate(mc), Validate(oldMC))...)
 	warnings := specWarnings(&oldMC.Spec, &mc.Spec)
 	if restartsPods(&oldMC.Spec, &mc.Spec) {
 		warnings = append(warnings, RestartWarning)
@@ -68,9 +81,9 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 	return errs, warnings
 }
 
-// ratchet drops the errors the old object had already: same field, same
+// Ratchet drops the errors the old object had already: same field, same
 // value, same complaint.
-func ratchet(errs, old field.ErrorList) field.ErrorList {
+func Ratchet(errs, old field.ErrorList) field.ErrorList {
 	var out field.ErrorList
 	for _, e := range errs {
 		known := false
@@ -126,6 +139,28 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, apivalidation.ValidateAnnotations(spec.PodAnnotations, path.Child("podAnnotations"))...)
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
 	errs = append(errs, validatePodSpec(path, spec)...)
+	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+}
+
+func validateMonitoring(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	m := spec.Monitoring
+	if m == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if e := m.Exporter; e != nil {
+		if e.Image != nil && (*e.Image == "" || strings.TrimSpace(*e.Image) != *e.Image) {
+			errs = append(errs, field.Invalid(path.Child("exporter", "image"), *e.Image, "must name an image, without surrounding spaces"))
+		}
+		errs = append(errs, validateResources(path.Child("exporter", "resources"), e.Resources)...)
+	}
+	if sm := m.ServiceMonitor; sm != nil {
+		errs = append(errs, validateLabels(path.Child("serviceMonitor", "labels"), sm.Labels)...)
+		if ServiceMonitorEnabled(spec) && !ExporterEnabled(spec) {
+			errs = append(errs, field.Invalid(path.Child("serviceMonitor", "enabled"), true,
+				"needs spec.monitoring.exporter.enabled: the ServiceMonitor scrapes the exporter"))
+		}
+	}
 	return errs
 }
 

@@ -171,6 +171,7 @@ func TestEveryValuesSet(t *testing.T) {
 				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--max-size=100",
 				"--default-image=memcached:1.6",
+				"--exporter-image="+c.Image,
 				"--enable-http2=false",
 				"--zap-log-level=info",
 				"--zap-encoder=json",

@@ -142,6 +142,26 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 	sp.PodLabels = strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/instance", "bad key"}, []string{"a", "cache-1"}, []string{"-b-", "a b"})
 	sp.PodAnnotations = strMap(s, 2, []string{"note", "example.com/scrape"}, []string{"a/b/c", ""}, []string{"anything at all", ""}, nil)
 	sp.PriorityClassName = opt(s, []string{"high", "system-cluster-critical"}, []string{"Bad_Name", ""})
+	if s.maybe() {
+		m := &cachev1alpha1.MonitoringSpec{}
+		if s.maybe() {
+			m.Exporter = &cachev1alpha1.ExporterSpec{
+				Enabled: opt(s, []bool{true, false}, nil),
+				Image:   opt(s, []string{"registry.example.com/memcached-operator:0.2.0"}, []string{"", " op"}),
+			}
+			if s.maybe() {
+				m.Exporter.Resources = resources(s)
+			}
+		}
+		if s.maybe() {
+			m.ServiceMonitor = &cachev1alpha1.ServiceMonitorSpec{
+				Enabled:  opt(s, []bool{true, false}, nil),
+				Interval: opt(s, []string{"30s", "1m", "15s"}, []string{"soon", "5x"}),
+				Labels:   strMap(s, 1, []string{"release"}, []string{"bad key"}, []string{"prometheus"}, []string{"-x-"}),
+			}
+		}
+		sp.Monitoring = m
+	}
 	return mc
 }
 

@@ -165,6 +165,65 @@ type MemcachedSpec struct {
 	// priorityClassName is the pods' PriorityClass.
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
+
+	// monitoring exposes the fleet's memcached statistics to Prometheus.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+}
+
+// MonitoringSpec exposes a fleet's memcached statistics to Prometheus.
+type MonitoringSpec struct {
+	// exporter runs a memcached exporter beside memcached in every pod,
+	// serving the upstream memcached_exporter's metrics on port 9150 (named
+	// "metrics" on the pod and the Service).
+	// +optional
+	Exporter *ExporterSpec `json:"exporter,omitempty"`
+
+	// serviceMonitor asks the operator for a Prometheus Operator
+	// ServiceMonitor that scrapes the exporter. It needs the exporter.
+	// +optional
+	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+}
+
+// ExporterSpec configures the exporter sidecar.
+type ExporterSpec struct {
+	// enabled adds the exporter. Off unless set: adding it changes the pod
+	// template, which replaces every pod one at a time, and the operator
+	// never does that to a fleet on its own (an operator upgrade must not
+	// empty caches).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// image is the exporter's image. Defaults to the operator's
+	// --exporter-image (the operator image, which holds /memcached-exporter),
+	// pinned when the exporter is enabled, like spec.image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Image *string `json:"image,omitempty"`
+
+	// resources are the exporter container's. Defaults: requests 10m CPU and
+	// 16Mi memory, a 32Mi memory limit.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ServiceMonitorSpec configures the fleet's ServiceMonitor.
+type ServiceMonitorSpec struct {
+	// enabled creates the ServiceMonitor when the monitoring.coreos.com/v1
+	// API is served; without it, the MonitoringReady condition says so.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// interval between scrapes, such as 30s; empty uses Prometheus' own.
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +optional
+	Interval *string `json:"interval,omitempty"`
+
+	// labels are added to the ServiceMonitor, for a Prometheus whose
+	// serviceMonitorSelector asks for them.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // PodDisruptionBudgetSpec configures the fleet's PodDisruptionBudget.

@@ -22,7 +22,7 @@ func newMemcached(mutate func(*cachev1alpha1.MemcachedSpec)) (*cachev1alpha1.Mem
 	if mutate != nil {
 		mutate(&mc.Spec)
 	}
-	return mc, policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:test"})
+	return mc, policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:test"})
 }
 
 func TestBuildDeployment(t *testing.T) {
@@ -123,6 +123,41 @@ func TestBuildDeployment(t *testing.T) {
 			tt.check(g, d)
 		})
 	}
+}
+
+func TestExporterSidecar(t *testing.T) {
+	g := NewWithT(t)
+	mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Port = ptr.To[int32](2000)
+		s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)}}
+		policy.Default(s, policy.Config{ExporterImage: "operator:test"})
+	})
+	d := &appsv1.Deployment{}
+	g.Expect(roundTrip(memcached.BuildDeployment(mc, spec), d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(2))
+	e := d.Spec.Template.Spec.Containers[1]
+	g.Expect(e.Name).To(Equal("exporter"))
+	g.Expect(e.Image).To(Equal("operator:test"))
+	g.Expect(e.Command).To(Equal([]string{"/memcached-exporter"}))
+	g.Expect(e.Args).To(ConsistOf("--memcached.address=127.0.0.1:2000", "--web.listen-address=:9150"))
+	g.Expect(e.Ports).To(ConsistOf(HaveField("ContainerPort", int32(9150))))
+	g.Expect(*e.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(e.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(e.Resources.Limits.Memory().String()).To(Equal("32Mi"))
+	svc := &corev1.Service{}
+	g.Expect(roundTrip(memcached.BuildService(mc, spec), svc)).To(Succeed())
+	g.Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Name", "memcached"), And(HaveField("Name", "metrics"), HaveField("Port", int32(9150)))))
+
+	// Without the exporter: one container, one port.
+	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(false)}}
+	})
+	d = &appsv1.Deployment{}
+	g.Expect(roundTrip(memcached.BuildDeployment(mc, spec), d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+	svc = &corev1.Service{}
+	g.Expect(roundTrip(memcached.BuildService(mc, spec), svc)).To(Succeed())
+	g.Expect(svc.Spec.Ports).To(HaveLen(1))
 }
 
 func TestBuildService(t *testing.T) {

@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Deployment's replicas: a fleet above a lowered cap keeps running and may
 // shrink, but is never grown past it.
 func (r *Reconciler) validate(ctx context.Context, s *scope) error {
-	s.invalid = policy.Validate(s.memcached)
+	s.invalid = append(policy.Validate(s.memcached), policy.ValidateResolved(s.spec)...)
 	var current *int32
 	dep := &appsv1.Deployment{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {

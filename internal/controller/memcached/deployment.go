@@ -15,13 +15,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/exporter"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // Pod shape constants. The rollout replaces one pod at a time and never
 // drops below size, so a spec change costs one pod's cache at a time.
 const (
-	containerName     = "memcached"
-	portName          = "memcached"
+	containerName         = "memcached"
+	portName              = "memcached"
+	exporterContainerName = "exporter"
+	metricsPortName       = "metrics"
 	minReadySeconds   = 5
 	preStopSeconds    = 5
 	gracePeriod       = 30
@@ -73,6 +77,9 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 			WithRunAsUser(runAsUser).
 			WithRunAsGroup(runAsUser).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if policy.ExporterEnabled(spec) {
+		podSpec.WithContainers(buildExporter(spec))
+	}
 	for _, s := range spec.ImagePullSecrets {
 		podSpec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
 	}
@@ -119,19 +126,55 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 		// clients see a clean removal instead of refused connections.
 		WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
 			WithSleep(corev1ac.SleepAction().WithSeconds(preStopSeconds)))).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
-	if r := spec.Resources; r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) {
-		res := corev1ac.ResourceRequirements()
-		if len(r.Limits) > 0 {
-			res.WithLimits(r.Limits)
-		}
-		if len(r.Requests) > 0 {
-			res.WithRequests(r.Requests)
-		}
+		WithSecurityContext(restrictedContainer())
+	if res := resources(spec.Resources); res != nil {
+		c.WithResources(res)
+	}
+	return c
+}
+
+// restrictedContainer passes the restricted Pod Security Standard with a
+// read-only root filesystem.
+func restrictedContainer() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
+		return nil
+	}
+	res := corev1ac.ResourceRequirements()
+	if len(r.Limits) > 0 {
+		res.WithLimits(r.Limits)
+	}
+	if len(r.Requests) > 0 {
+		res.WithRequests(r.Requests)
+	}
+	return res
+}
+
+// buildExporter is the exporter sidecar: it reaches memcached over the
+// pod's loopback and serves on the metrics port the Service exposes.
+func buildExporter(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyConfiguration {
+	e := spec.Monitoring.Exporter
+	c := corev1ac.Container().
+		WithName(exporterContainerName).
+		WithImage(ptr.Deref(e.Image, "")).
+		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithCommand("/memcached-exporter").
+		WithArgs(
+			"--memcached.address=127.0.0.1:"+strconv.Itoa(int(*spec.Port)),
+			"--web.listen-address=:"+strconv.Itoa(exporter.DefaultPort)).
+		WithPorts(corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(exporter.DefaultPort).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(metricsPortName))).
+			WithPeriodSeconds(10)).
+		WithSecurityContext(restrictedContainer())
+	if res := resources(e.Resources); res != nil {
 		c.WithResources(res)
 	}
 	return c

@@ -8,6 +8,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/exporter"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
@@ -24,15 +26,23 @@ func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 // resolves to the address of each ready pod (A/AAAA records), and its SRV
 // record _memcached._tcp.<name>.<namespace>.svc adds the port.
 func BuildService(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *corev1ac.ServiceApplyConfiguration {
+	svc := corev1ac.ServiceSpec().
+		WithClusterIP(corev1.ClusterIPNone).
+		WithSelector(selectorLabels(mc.Name)).
+		WithPorts(corev1ac.ServicePort().
+			WithName(portName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(*spec.Port).
+			WithTargetPort(intstr.FromString(portName)))
+	if policy.ExporterEnabled(spec) {
+		svc.WithPorts(corev1ac.ServicePort().
+			WithName(metricsPortName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(exporter.DefaultPort).
+			WithTargetPort(intstr.FromString(metricsPortName)))
+	}
 	return corev1ac.Service(mc.Name, mc.Namespace).
 		WithLabels(objectLabels(mc.Name)).
 		WithOwnerReferences(ownerReferenceApply(mc)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithClusterIP(corev1.ClusterIPNone).
-			WithSelector(selectorLabels(mc.Name)).
-			WithPorts(corev1ac.ServicePort().
-				WithName(portName).
-				WithProtocol(corev1.ProtocolTCP).
-				WithPort(*spec.Port).
-				WithTargetPort(intstr.FromString(portName))))
+		WithSpec(svc)
 }
