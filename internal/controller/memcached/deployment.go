@@ -26,13 +26,13 @@ const (
 	portName              = "memcached"
 	exporterContainerName = "exporter"
 	metricsPortName       = "metrics"
-	minReadySeconds   = 5
-	preStopSeconds    = 5
-	gracePeriod       = 30
-	revisionHistory   = 5
-	hostnameTopology  = "kubernetes.io/hostname"
-	runAsUser         = 11211 // the memcached user of the upstream image
-	antiAffinityScore = 100
+	minReadySeconds       = 5
+	preStopSeconds        = 5
+	gracePeriod           = 30
+	revisionHistory       = 5
+	hostnameTopology      = "kubernetes.io/hostname"
+	runAsUser             = 11211 // the memcached user of the upstream image
+	antiAffinityScore     = 100
 )
 
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
