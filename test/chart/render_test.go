@@ -537,6 +537,31 @@ func TestValues(t *testing.T) {
 				"ca":         map[string]any{"secret": map[string]any{"name": fullname + "-webhook-tls", "key": "ca.crt"}},
 				"serverName": fullname + "-metrics." + namespace + ".svc",
 			}))), "scrapes verify the chart's certificate")
+
+			// Scrapes authenticate with a token of the chart's scraper, in the
+			// authorization form (bearerTokenFile is deprecated and reads
+			// Prometheus' own token).
+			scraper := fullname + "-metrics-scraper"
+			g.Expect(endpoints[0]).NotTo(HaveKey("bearerTokenFile"))
+			g.Expect(endpoints[0]).To(HaveKeyWithValue("authorization", Equal(map[string]any{
+				"type": "Bearer", "credentials": map[string]any{"name": scraper + "-token", "key": "token"},
+			})))
+			g.Expect(r.find("ServiceAccount", namespace, scraper)).NotTo(BeNil())
+			secret := r.find("Secret", namespace, scraper+"-token")
+			g.Expect(secret.Object).To(HaveKeyWithValue("type", "kubernetes.io/service-account-token"))
+			g.Expect(secret.GetAnnotations()).To(HaveKeyWithValue("kubernetes.io/service-account.name", scraper))
+			crb := objAs[rbacv1.ClusterRoleBinding](g, r.find("ClusterRoleBinding", "", scraper))
+			g.Expect(crb.RoleRef.Name).To(Equal(fullname + "-metrics-reader"))
+			g.Expect(crb.Subjects).To(ConsistOf(HaveField("Name", scraper)))
+		},
+	}, {
+		name:   "serviceMonitor with the user's own scrape credentials",
+		values: "metrics: {serviceMonitor: {enabled: true, authorization: {type: Bearer, credentials: {name: mine, key: t}}}}",
+		check: func(g Gomega, r rendered) {
+			endpoints, _, _ := unstructured.NestedSlice(r.find("ServiceMonitor", namespace, fullname).Object, "spec", "endpoints")
+			g.Expect(endpoints[0]).To(HaveKeyWithValue("authorization", HaveKeyWithValue("credentials", map[string]any{"name": "mine", "key": "t"})))
+			g.Expect(r.find("ServiceAccount", namespace, fullname+"-metrics-scraper")).To(BeNil())
+			g.Expect(r.find("Secret", namespace, fullname+"-metrics-scraper-token")).To(BeNil())
 		},
 	}, {
 		name:   "metrics with the operator's self-signed certificate",

@@ -137,6 +137,22 @@ metrics with it, the metrics Service's, so scrapers can verify it too.
 {{- $names | toJson -}}
 {{- end -}}
 
+{{/*
+metricsScraperName names the ServiceAccount (and, with "-token", its token
+Secret) that the chart's ServiceMonitor scrapes with.
+*/}}
+{{- define "memcached-operator.metricsScraperName" -}}
+{{- printf "%s-metrics-scraper" (include "memcached-operator.fullname" .) -}}
+{{- end -}}
+
+{{/*
+chartScraper is "true" when the chart creates the ServiceMonitor's scraper
+identity itself (a ServiceMonitor without user-given authorization).
+*/}}
+{{- define "memcached-operator.chartScraper" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled (not .Values.metrics.serviceMonitor.authorization) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "memcached-operator.metricsServiceName" -}}
 {{- printf "%s-metrics" (include "memcached-operator.fullname" .) -}}
 {{- end -}}

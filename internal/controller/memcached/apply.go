@@ -56,9 +56,11 @@ func applyIfChanged[O client.Object, A runtime.ApplyConfiguration](
 			return false, fmt.Errorf("extracting applied fields of %s %s: %w", kind, key, err)
 		}
 		if apiequality.Semantic.DeepEqual(current, desired) {
+			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
 		}
 	}
+	applyRequests.WithLabelValues(kind, applySent).Inc()
 	if err := r.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, applyError(kind, key, err)
 	}

@@ -109,15 +109,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: policy.Resolve(&mc.Spec, r.Defaults)}
 
+	var errs []error
+	run := func(name string, p phase) {
+		err := p(ctx, s)
+		if err != nil && !errors.Is(err, errNamespaceTerminating) {
+			reconcileErrors.WithLabelValues(name, classify([]error{err}).reason).Inc()
+		}
+		errs = append(errs, err)
+	}
 	// Nothing is built from a spec that breaks a rule, or that could not be
 	// checked against the running Deployment.
-	errs := []error{r.validate(ctx, s)}
-	if errs[0] == nil && len(s.invalid) == 0 {
-		for _, p := range []phase{r.reconcileDeployment, r.reconcileService, r.reconcilePodDisruptionBudget} {
-			errs = append(errs, p(ctx, s))
-		}
+	run("validate", r.validate)
+	switch {
+	case errs[0] != nil:
+	case len(s.invalid) > 0:
+		reconcileErrors.WithLabelValues("validate", cachev1alpha1.ReasonInvalidSpec).Inc()
+	default:
+		run("deployment", r.reconcileDeployment)
+		run("service", r.reconcileService)
+		run("poddisruptionbudget", r.reconcilePodDisruptionBudget)
 	}
-	errs = append(errs, r.observeEndpoints(ctx, s))
+	run("endpoints", r.observeEndpoints)
 
 	var reported []error
 	terminating := false

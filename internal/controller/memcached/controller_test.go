@@ -337,10 +337,13 @@ var _ = Describe("Memcached controller", func() {
 			return out
 		}
 		before := versions()
+		skipped := metricValue(Default, "memcached_operator_apply_requests_total", "result", "skipped")
 		const passes = 20
 		for range passes {
 			Expect(reconcileWrites()).To(BeZero())
 		}
+		Expect(metricValue(Default, "memcached_operator_apply_requests_total", "result", "skipped")-skipped).To(BeNumerically(">=", 3*passes),
+			"every skipped apply is counted: Deployment, Service and PodDisruptionBudget each pass")
 		Expect(writes.Load()).To(BeZero(), "no write over %d no-op reconciles", passes)
 		Expect(versions()).To(Equal(before), "no object changed on the server either")
 		GinkgoWriter.Printf("%s: no-op reconciles: %d, write requests: %d\n", file, passes, writes.Load())
@@ -391,6 +394,36 @@ var _ = Describe("Memcached controller", func() {
 		Expect(names).To(Equal([]string{"Name", "Size", "Ready", "Available", "Status", "Age"}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells[:4]).To(Equal([]any{"memcached-sample", float64(2), float64(2), "True"}))
+	})
+
+	It("reports fleets by condition and each fleet's desired and ready pods as metrics", func() {
+		mc := sample(ns, 2)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		markRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(func(g Gomega) {
+			g.Expect(metricValue(g, "memcached_operator_fleet_pods", "namespace", ns, "name", mc.Name, "state", "desired")).To(Equal(2.0))
+			g.Expect(metricValue(g, "memcached_operator_fleet_pods", "namespace", ns, "name", mc.Name, "state", "ready")).To(Equal(2.0))
+			g.Expect(metricValue(g, "memcached_operator_fleets", "condition", "Ready", "status", "True")).To(BeNumerically(">=", 1))
+		}).Should(Succeed())
+		sent := metricValue(Default, "memcached_operator_apply_requests_total", "kind", "Deployment", "result", "sent")
+		Expect(sent).To(BeNumerically(">=", 1))
+
+		By("a phase that fails is counted under its phase and reason")
+		errorsBefore := metricValue(Default, "memcached_operator_reconcile_errors_total", "phase", "validate", "reason", "InvalidSpec")
+		bad := sample(ns, 1)
+		bad.Name = "bad"
+		bad.Spec.ExtraArgs = []string{"-d"}
+		Expect(k8s.Create(ctx, bad)).To(Succeed())
+		Eventually(func(g Gomega) float64 {
+			return metricValue(g, "memcached_operator_reconcile_errors_total", "phase", "validate", "reason", "InvalidSpec")
+		}).Should(BeNumerically(">", errorsBefore))
+
+		By("a deleted fleet leaves no series behind")
+		Expect(k8s.Delete(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) float64 {
+			return metricValue(g, "memcached_operator_fleet_pods", "namespace", ns, "name", mc.Name)
+		}).Should(BeZero())
 	})
 
 	It("caches only the operator's own objects", func() {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -110,4 +111,36 @@ func getJSON(c *http.Client, url, accept string, out any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// metricValue is the value of the series of family name whose labels
+// include these pairs (name, value, ...); the sum when several match.
+func metricValue(g Gomega, name string, labels ...string) float64 {
+	mfs, err := metricsReg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			match := true
+			for i := 0; i+1 < len(labels); i += 2 {
+				match = match && got[labels[i]] == labels[i+1]
+			}
+			if !match {
+				continue
+			}
+			if m.Gauge != nil {
+				total += m.Gauge.GetValue()
+			} else {
+				total += m.Counter.GetValue()
+			}
+		}
+	}
+	return total
 }

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -38,6 +39,8 @@ var (
 	mgr        ctrl.Manager
 	testCfg    = policy.Config{DefaultImage: "memcached:envtest"}
 	testLimits = policy.Limits{MaxSize: 8}
+	// metricsReg holds the operator's metrics, as the manager's registry does.
+	metricsReg = prometheus.NewRegistry()
 )
 
 func TestController(t *testing.T) {
@@ -77,6 +80,7 @@ var _ = BeforeSuite(func() {
 		Defaults:  testCfg,
 		Limits:    testLimits,
 	}).SetupWithManager(mgr, 2)).To(Succeed())
+	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache())).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
