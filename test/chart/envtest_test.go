@@ -68,7 +68,7 @@ var _ = BeforeSuite(func() {
 	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
 
 	var err error
-	env, err = testenv.New(testenv.Options{CertManagerCRDs: true})
+	env, err = testenv.New(testenv.Options{CertManagerCRDs: true, ServiceMonitorCRD: true})
 	Expect(err).NotTo(HaveOccurred())
 	restCfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())

@@ -123,8 +123,14 @@ var _ = Describe("The operator's RBAC rules", func() {
 
 		runOperator(cfg, ns, nil)
 		reconciledBy(ctx, "team-b", "verbs")
-		By("scaling to one pod, which removes the PodDisruptionBudget")
 		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs"}}
+		By("turning on monitoring, which creates a ServiceMonitor, then off, which deletes it")
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"monitoring":{"exporter":{"enabled":true,"image":"op:1"},"serviceMonitor":{"enabled":true}}}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("monitoring.coreos.com servicemonitors create"))
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":false}}}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("monitoring.coreos.com servicemonitors delete"))
+		By("scaling to one pod, which removes the PodDisruptionBudget")
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("policy poddisruptionbudgets delete"))
 

@@ -29,7 +29,14 @@ type Options struct {
 	// CertManagerCRDs also installs cert-manager's CRDs, from the cert-manager
 	// Go module this repository requires.
 	CertManagerCRDs bool
+	// ServiceMonitorCRD also installs a stand-in for prometheus-operator's
+	// ServiceMonitor CRD (ServiceMonitorCRDDir).
+	ServiceMonitorCRD bool
 }
+
+// ServiceMonitorCRDDir holds the stand-in ServiceMonitor CRD, for suites
+// that install it themselves mid-run.
+func ServiceMonitorCRDDir() string { return filepath.Join(RepoRoot(), "test", "testenv", "testdata", "crds") }
 
 // RepoRoot is the repository's top folder, found from this source file so that
 // tests in any package agree on it.
@@ -54,6 +61,9 @@ func New(opts Options) (*envtest.Environment, error) {
 			return nil, err
 		}
 		paths = append(paths, filepath.Join(dir, "deploy", "crds"))
+	}
+	if opts.ServiceMonitorCRD {
+		paths = append(paths, ServiceMonitorCRDDir())
 	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     paths,

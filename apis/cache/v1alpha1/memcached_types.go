@@ -327,6 +327,10 @@ const (
 	// ConditionStalled is True when the operator cannot make progress
 	// without a change from the user (kstatus: Failed).
 	ConditionStalled = "Stalled"
+	// ConditionServiceMonitorReady is present while spec.monitoring asks for
+	// a ServiceMonitor: True once it is applied, False while the
+	// monitoring.coreos.com/v1 API is not served.
+	ConditionServiceMonitorReady = "ServiceMonitorReady"
 )
 
 // Condition reasons of a Memcached.
@@ -358,6 +362,11 @@ const (
 	// ReasonApplyRejected: the API server refuses an object built from the
 	// spec; retrying cannot help until the spec changes.
 	ReasonApplyRejected = "ApplyRejected"
+	// ReasonServiceMonitorApplied: the fleet's ServiceMonitor matches the spec.
+	ReasonServiceMonitorApplied = "ServiceMonitorApplied"
+	// ReasonServiceMonitorAPIMissing: the cluster does not serve
+	// monitoring.coreos.com/v1; the operator looks again every minute.
+	ReasonServiceMonitorAPIMissing = "ServiceMonitorAPIMissing"
 )
 
 // Memcached is a fleet of memcached pods behind a headless Service.

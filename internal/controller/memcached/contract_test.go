@@ -9,16 +9,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/testenv"
 )
 
 // The controller's side of the admission contract: this suite runs without
@@ -155,5 +159,47 @@ var _ = Describe("Memcached controller without webhooks", func() {
 		Expect(err).NotTo(HaveOccurred(), "no error, so no retries and no error logs")
 		Expect(res).To(Equal(ctrl.Result{}))
 		Consistently(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &corev1.Service{})) }).Should(BeTrue())
+	})
+})
+
+var _ = Describe("A fleet's ServiceMonitor", func() {
+	It("waits for the ServiceMonitor API without failing, creates the object once the CRD is installed, and removes it when monitoring is turned off", func() {
+		ns := newNamespace()
+		mc := sample(ns, 2)
+		mc.Spec.Monitoring = &cachev1alpha1.MonitoringSpec{
+			Exporter:       &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)},
+			ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Enabled: ptr.To(true), Interval: ptr.To("15s"), Labels: map[string]string{"release": "prom"}},
+		}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		By("without the CRD: a condition says so, and the fleet is built and not degraded")
+		Eventually(condition(mc, cachev1alpha1.ConditionServiceMonitorReady)).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1alpha1.ReasonServiceMonitorAPIMissing)))
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		Expect(deploymentOf(mc)(Default).Spec.Template.Spec.Containers).To(HaveLen(2), "memcached and the exporter")
+		Expect(condition(mc, cachev1alpha1.ConditionDegraded)(Default).Status).To(Equal(metav1.ConditionFalse))
+
+		By("installing the CRD later: the operator notices on its own")
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{testenv.ServiceMonitorCRDDir()}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(condition(mc, cachev1alpha1.ConditionServiceMonitorReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		sm := &unstructured.Unstructured{}
+		sm.SetGroupVersionKind(memcached.ServiceMonitorGVK)
+		Expect(k8s.Get(ctx, key(mc), sm)).To(Succeed())
+		Expect(metav1.IsControlledBy(sm, mc)).To(BeTrue())
+		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"))
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		Expect(endpoints).To(ConsistOf(map[string]any{"port": "metrics", "path": "/metrics", "interval": "15s"}))
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, key(mc), svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", "metrics")))
+
+		By("turning monitoring off removes the ServiceMonitor and its condition")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":false}}}}`)))).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(mc), sm)) }).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			cur := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, cachev1alpha1.ConditionServiceMonitorReady)).To(BeNil())
+		}).Should(Succeed())
 	})
 })

@@ -36,9 +36,10 @@ import (
 // operator writes; one fixed name lets it take back fields others changed.
 const FieldOwner = "memcached-operator"
 
-// conflictRecheck is how often a fleet blocked by someone else's object is
-// looked at again: that object carries no owner reference to requeue it.
-const conflictRecheck = time.Minute
+// defaultRecheck is how often a fleet waiting on something no event
+// announces is looked at again: someone else's object in the way (it has no
+// owner reference to requeue the fleet), or the ServiceMonitor API.
+const defaultRecheck = time.Minute
 
 // Reconciler keeps a Memcached's owned objects equal to its spec and reports
 // what it observes in its status.
@@ -56,6 +57,9 @@ type Reconciler struct {
 	// Limits are checked again before building, so --max-size holds where
 	// the validating webhook does not run.
 	Limits policy.Limits
+	// Recheck is how often a fleet waiting on a name conflict or on the
+	// ServiceMonitor API is looked at again; 0 means a minute.
+	Recheck time.Duration
 }
 
 func (r *Reconciler) apiReader() client.Reader {
@@ -81,7 +85,10 @@ type scope struct {
 	// nodes are the ready pods; nodesObserved is false when listing failed.
 	nodes         []string
 	nodesObserved bool
-	created       []string
+	// monitoring is what the ServiceMonitor phase found; nil when the fleet
+	// neither asks for a ServiceMonitor nor had one.
+	monitoring *monitoringState
+	created    []string
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -94,6 +101,7 @@ type phase func(ctx context.Context, s *scope) error
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 
 // Reconcile validates the spec, runs every phase (one failing phase does not
 // stop the others), then writes the status once, and only when it changed.
@@ -128,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		run("deployment", r.reconcileDeployment)
 		run("service", r.reconcileService)
 		run("poddisruptionbudget", r.reconcilePodDisruptionBudget)
+		run("servicemonitor", r.reconcileServiceMonitor)
 	}
 	run("endpoints", r.observeEndpoints)
 
@@ -157,12 +166,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case f.transient:
 		return ctrl.Result{}, errors.Join(reported...)
 	case f.reason == cachev1alpha1.ReasonNameConflict:
-		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	case f.stalled:
 		// Retrying cannot help until the spec changes, which requeues on its own.
 		return ctrl.Result{}, reconcile.TerminalError(errors.Join(reported...))
 	}
+	if s.monitoring != nil && s.monitoring.apiMissing {
+		// Nothing announces a CRD being installed; look again.
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) recheck() time.Duration {
+	if r.Recheck > 0 {
+		return r.Recheck
+	}
+	return defaultRecheck
 }
 
 // validate holds the spec to the same rules as admission, so they apply

@@ -29,6 +29,9 @@ type Observation struct {
 	Invalid field.ErrorList
 	// Errors are the phases' errors.
 	Errors []error
+	// Monitoring is what the ServiceMonitor phase found; nil when it had
+	// nothing to do or did not run.
+	Monitoring *monitoringState
 }
 
 // updateStatus sets the status from what the phases observed; it reads no
@@ -37,7 +40,7 @@ func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	before := slices.Clone(s.memcached.Status.Conditions)
 	ComputeStatus(s.memcached, Observation{
 		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
-		Invalid: s.invalid, Errors: errs,
+		Invalid: s.invalid, Errors: errs, Monitoring: s.monitoring,
 	})
 	r.recordTransitions(s, before)
 }
@@ -140,6 +143,17 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 				set(t, false, why, progressMsg)
 			}
 		}
+	}
+
+	switch m := o.Monitoring; {
+	case m == nil:
+	case m.apiMissing && m.wanted:
+		set(cachev1alpha1.ConditionServiceMonitorReady, false, cachev1alpha1.ReasonServiceMonitorAPIMissing,
+			"the cluster does not serve monitoring.coreos.com/v1 ServiceMonitor: install prometheus-operator's CRDs and the operator creates it")
+	case m.applied:
+		set(cachev1alpha1.ConditionServiceMonitorReady, true, cachev1alpha1.ReasonServiceMonitorApplied, "the fleet's ServiceMonitor matches the spec")
+	case m.removed || !m.wanted:
+		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionServiceMonitorReady)
 	}
 
 	if degradedReason != "" {

@@ -37,7 +37,7 @@ var (
 	scheme     = runtime.NewScheme()
 	k8s        client.Client // uncached: assertions never read the manager's cache
 	mgr        ctrl.Manager
-	testCfg    = policy.Config{DefaultImage: "memcached:envtest"}
+	testCfg    = policy.Config{DefaultImage: "memcached:envtest", ExporterImage: "memcached-operator:envtest"}
 	testLimits = policy.Limits{MaxSize: 8}
 	// metricsReg holds the operator's metrics, as the manager's registry does.
 	metricsReg = prometheus.NewRegistry()
@@ -79,6 +79,7 @@ var _ = BeforeSuite(func() {
 		Recorder:  mgr.GetEventRecorder("memcached-operator"),
 		Defaults:  testCfg,
 		Limits:    testLimits,
+		Recheck:   time.Second,
 	}).SetupWithManager(mgr, 2)).To(Succeed())
 	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache())).To(Succeed())
 	go func() {
