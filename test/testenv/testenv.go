@@ -36,7 +36,9 @@ type Options struct {
 
 // ServiceMonitorCRDDir holds the stand-in ServiceMonitor CRD, for suites
 // that install it themselves mid-run.
-func ServiceMonitorCRDDir() string { return filepath.Join(RepoRoot(), "test", "testenv", "testdata", "crds") }
+func ServiceMonitorCRDDir() string {
+	return filepath.Join(RepoRoot(), "test", "testenv", "testdata", "crds")
+}
 
 // RepoRoot is the repository's top folder, found from this source file so that
 // tests in any package agree on it.
