@@ -253,6 +253,41 @@ spec: {size: 1}`))
 		mustRun(kubectl("delete", "memcached", "defaulted", "-n", appNamespace, "--wait=false"))
 	})
 
+	It("runs the exporter sidecar when monitoring is on: memcached_up 1 on every pod, a set counted, no ServiceMonitor API needed", func() {
+		ns, name := appNamespace, "monitored"
+		mustRun(kubectlApply(`apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  size: 2
+  monitoring:
+    exporter: {enabled: true}
+    serviceMonitor: {enabled: true}`))
+		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=3m"))
+		out := mustRun(kubectl("get", "memcached", name, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="ServiceMonitorReady")].reason}`))
+		Expect(out).To(Equal("ServiceMonitorAPIMissing"), "this cluster has no prometheus-operator: said, not failed")
+		Expect(probe(ctx, ns, "set", "memcached", name+"."+ns+".svc:11211")).To(ContainSubstring("set/get ok"))
+
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name})).To(Succeed())
+		sets := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			start := time.Now()
+			metrics := probe(ctx, ns, "scrape", "http", "http://"+p.Status.PodIP+":9150/metrics")
+			AddReportEntry("exporter scrape through a probe pod (pod start included)", time.Since(start).String())
+			Expect(metrics).To(ContainSubstring("\nmemcached_up 1\n"), p.Name)
+			Expect(metrics).To(ContainSubstring(`memcached_version{version="1.6`), p.Name)
+			if strings.Contains(metrics, `memcached_commands_total{command="set",status="hit"} 1`) {
+				sets++
+			}
+		}
+		Expect(sets).To(Equal(1), "the probe's set landed on one server, and its exporter counted it")
+		mustRun(kubectl("delete", "memcached", name, "-n", ns, "--wait=false"))
+	})
+
 	DescribeTable("rejects bad input with its field path and stores nothing",
 		func(manifest, message string) {
 			out, err := kubectlApply(manifest)
