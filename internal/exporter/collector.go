@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -64,6 +65,45 @@ var metrics = []series{
 	{"lru_crawler_moves_within_lru_total", "Total number of items reshuffled within HOT or WARM LRU's.", prometheus.CounterValue, "moves_within_lru", false},
 }
 
+// slabMetrics are per slab class, labelled slab, from `stats slabs` and
+// `stats items`, under the upstream exporter's names and types.
+var slabMetrics = []series{
+	{"chunk_size_bytes", "Number of bytes allocated to each chunk within this slab class.", prometheus.GaugeValue, "chunk_size", false},
+	{"chunks_per_page", "Number of chunks within a single page for this slab class.", prometheus.GaugeValue, "chunks_per_page", false},
+	{"current_pages", "Number of pages allocated to this slab class.", prometheus.GaugeValue, "total_pages", false},
+	{"current_chunks", "Number of chunks allocated to this slab class.", prometheus.GaugeValue, "total_chunks", false},
+	{"chunks_used", "Number of chunks allocated to an item.", prometheus.GaugeValue, "used_chunks", false},
+	{"chunks_free", "Number of chunks not yet allocated items.", prometheus.GaugeValue, "free_chunks", false},
+	{"chunks_free_end", "Number of free chunks at the end of the last allocated page.", prometheus.GaugeValue, "free_chunks_end", false},
+	{"mem_requested_bytes", "Number of bytes of memory actual items take up within a slab.", prometheus.CounterValue, "mem_requested", false},
+	{"current_items", "Number of items currently stored in this slab class.", prometheus.GaugeValue, "number", false},
+	{"hot_items", "Number of items presently stored in the HOT LRU.", prometheus.GaugeValue, "number_hot", false},
+	{"warm_items", "Number of items presently stored in the WARM LRU.", prometheus.GaugeValue, "number_warm", false},
+	{"cold_items", "Number of items presently stored in the COLD LRU.", prometheus.GaugeValue, "number_cold", false},
+	{"items_age_seconds", "Number of seconds the oldest item has been in the slab class.", prometheus.GaugeValue, "age", false},
+	{"hot_age_seconds", "Age of the oldest item in HOT LRU.", prometheus.GaugeValue, "age_hot", false},
+	{"warm_age_seconds", "Age of the oldest item in WARM LRU.", prometheus.GaugeValue, "age_warm", false},
+	{"items_evicted_total", "Total number of times an item had to be evicted from the LRU before it expired.", prometheus.CounterValue, "evicted", false},
+	{"items_evicted_nonzero_total", "Total number of times an item which had an explicit expire time set had to be evicted from the LRU before it expired.", prometheus.CounterValue, "evicted_nonzero", false},
+	{"items_evicted_time_seconds", "Seconds since the last access for the most recent item evicted from this class.", prometheus.CounterValue, "evicted_time", false},
+	{"items_evicted_unfetched_total", "Total number of items evicted and never fetched.", prometheus.CounterValue, "evicted_unfetched", false},
+	{"items_expired_unfetched_total", "Total number of valid items evicted from the LRU which were never touched after being set.", prometheus.CounterValue, "expired_unfetched", false},
+	{"items_outofmemory_total", "Total number of items for this slab class that have triggered an out of memory error.", prometheus.CounterValue, "outofmemory", false},
+	{"items_reclaimed_total", "Total number of items reclaimed.", prometheus.CounterValue, "reclaimed", false},
+	{"items_tailrepairs_total", "Total number of times the entries for a particular ID need repairing.", prometheus.CounterValue, "tailrepairs", false},
+	{"items_crawler_reclaimed_total", "Number of items freed by the LRU Crawler.", prometheus.CounterValue, "crawler_reclaimed", false},
+	{"items_moves_to_cold", "Number of items moved from HOT or WARM into COLD.", prometheus.CounterValue, "moves_to_cold", false},
+	{"items_moves_to_warm", "Number of items moves from COLD into WARM.", prometheus.CounterValue, "moves_to_warm", false},
+	{"items_moves_within_lru", "Number of times active items were bumped within HOT or WARM.", prometheus.CounterValue, "moves_within_lru", false},
+}
+
+// slabCommands are memcached_slab_commands_total{slab,command,status}.
+var slabCommands = []struct{ command, status, key string }{
+	{"get", "hit", "get_hits"}, {"set", "hit", "cmd_set"}, {"delete", "hit", "delete_hits"},
+	{"incr", "hit", "incr_hits"}, {"decr", "hit", "decr_hits"},
+	{"cas", "hit", "cas_hits"}, {"cas", "badval", "cas_badval"}, {"touch", "hit", "touch_hits"},
+}
+
 // commands are memcached_commands_total{command,status} and the statistic
 // each comes from.
 var commands = []struct{ command, status, key string }{
@@ -83,8 +123,8 @@ type Collector struct {
 	timeout time.Duration
 	logger  *slog.Logger
 
-	up, version, commands *prometheus.Desc
-	descs                 []*prometheus.Desc
+	up, version, commands, malloced, slabCommands *prometheus.Desc
+	descs, slabDescs                              []*prometheus.Desc
 }
 
 // NewCollector scrapes address, giving up after timeout.
@@ -96,8 +136,14 @@ func NewCollector(address string, timeout time.Duration, logger *slog.Logger) *C
 		commands: prometheus.NewDesc("memcached_commands_total",
 			"Total number of all requests broken down by command (get, set, etc.) and status.", []string{"command", "status"}, nil),
 	}
+	c.malloced = prometheus.NewDesc("memcached_malloced_bytes", "Number of bytes of memory allocated to slab pages.", nil, nil)
+	c.slabCommands = prometheus.NewDesc("memcached_slab_commands_total",
+		"Total number of all requests broken down by command (get, set, etc.) and status per slab.", []string{"slab", "command", "status"}, nil)
 	for _, m := range metrics {
 		c.descs = append(c.descs, prometheus.NewDesc("memcached_"+m.name, m.help, nil, nil))
+	}
+	for _, m := range slabMetrics {
+		c.slabDescs = append(c.slabDescs, prometheus.NewDesc("memcached_slab_"+m.name, m.help, []string{"slab"}, nil))
 	}
 	return c
 }
@@ -107,7 +153,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.version
 	ch <- c.commands
-	for _, d := range c.descs {
+	ch <- c.malloced
+	ch <- c.slabCommands
+	for _, d := range append(slices.Clone(c.descs), c.slabDescs...) {
 		ch <- d
 	}
 }
@@ -137,6 +185,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, cmd := range commands {
 		if v, ok := number(s.Stats[cmd.key]); ok {
 			ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, v, cmd.command, cmd.status)
+		}
+	}
+	if v, ok := number(s.SlabTotals["total_malloced"]); ok {
+		ch <- prometheus.MustNewConstMetric(c.malloced, prometheus.GaugeValue, v)
+	}
+	for slab, stats := range s.Slabs {
+		for i, m := range slabMetrics {
+			if v, ok := number(stats[m.key]); ok {
+				ch <- prometheus.MustNewConstMetric(c.slabDescs[i], m.kind, v, slab)
+			}
+		}
+		for _, cmd := range slabCommands {
+			if v, ok := number(stats[cmd.key]); ok {
+				ch <- prometheus.MustNewConstMetric(c.slabCommands, prometheus.CounterValue, v, slab, cmd.command, cmd.status)
+			}
 		}
 	}
 }

@@ -77,6 +77,10 @@ func replay(t *testing.T) func(net.Conn) {
 				_, _ = io.WriteString(conn, parts[0])
 			case "stats settings":
 				_, _ = io.WriteString(conn, parts[1])
+			case "stats slabs":
+				_, _ = io.WriteString(conn, parts[2])
+			case "stats items":
+				_, _ = io.WriteString(conn, parts[3])
 			default:
 				_, _ = io.WriteString(conn, "ERROR\r\n")
 			}
@@ -148,6 +152,8 @@ func TestUpstreamNamesFromARealAnswer(t *testing.T) {
 		"memcached_items_reclaimed_total", "memcached_current_connections", "memcached_max_connections", "memcached_connections_total",
 		"memcached_connections_listener_disabled_total", "memcached_read_bytes_total", "memcached_written_bytes_total",
 		"memcached_process_user_cpu_seconds_total", "memcached_lru_crawler_enabled", "memcached_accepting_conns",
+		"memcached_malloced_bytes", "memcached_slab_chunk_size_bytes", "memcached_slab_current_items", "memcached_slab_items_evicted_total",
+		"memcached_slab_commands_total", "memcached_slab_mem_requested_bytes",
 	} {
 		g.Expect(mfs).To(HaveKey(name))
 	}
@@ -159,6 +165,16 @@ func TestUpstreamNamesFromARealAnswer(t *testing.T) {
 	g.Expect(v).To(Equal(1.0))
 	_, ok = sample(mfs, "memcached_commands_total", "command", "get", "status", "hit")
 	g.Expect(ok).To(BeTrue())
+	// Two items were stored: one small (class 1), one of 2000 bytes (class 15).
+	sampled := func(name string, labels ...string) float64 {
+		v, ok := sample(mfs, name, labels...)
+		g.Expect(ok).To(BeTrue(), "%s%v", name, labels)
+		return v
+	}
+	g.Expect(sampled("memcached_slab_chunk_size_bytes", "slab", "15")).To(Equal(2320.0))
+	g.Expect(sampled("memcached_slab_current_items", "slab", "1")).To(Equal(1.0))
+	g.Expect(sampled("memcached_slab_commands_total", "slab", "1", "command", "set", "status", "hit")).To(Equal(1.0))
+	g.Expect(sampled("memcached_malloced_bytes")).To(BeNumerically(">", 0))
 	g.Eventually(s.open.Load).Should(BeZero(), "the exporter hangs up once the scrape is done")
 }
 

@@ -22,15 +22,19 @@ const (
 	maxLines     = 4096
 )
 
-// Stats are the answers of one scrape: `stats` and `stats settings`, each
-// as name → value, exactly as memcached printed them.
+// Stats are the answers of one scrape, as memcached printed them: `stats`
+// and `stats settings` as name → value; `stats slabs` and `stats items` per
+// slab class as class → name → value, and the totals of `stats slabs`.
 type Stats struct {
-	Stats    map[string]string
-	Settings map[string]string
+	Stats      map[string]string
+	Settings   map[string]string
+	Slabs      map[string]map[string]string
+	SlabTotals map[string]string
 }
 
-// Fetch connects to addr, asks for `stats` and `stats settings`, and closes
-// the connection. The whole exchange must finish within timeout.
+// Fetch connects to addr, asks for `stats`, `stats settings`, `stats slabs`
+// and `stats items`, and closes the connection. The whole exchange must
+// finish within timeout.
 func Fetch(ctx context.Context, addr string, timeout time.Duration) (*Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -53,7 +57,33 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (*Stats, err
 	if err != nil {
 		return nil, err
 	}
-	return &Stats{Stats: stats, Settings: settings}, nil
+	out := &Stats{Stats: stats, Settings: settings, Slabs: map[string]map[string]string{}, SlabTotals: map[string]string{}}
+	slabs, err := command(rw, "stats slabs")
+	if err != nil {
+		return nil, err
+	}
+	items, err := command(rw, "stats items")
+	if err != nil {
+		return nil, err
+	}
+	for name, value := range items {
+		// items:<class>:<name>
+		if rest, ok := strings.CutPrefix(name, "items:"); ok {
+			slabs[rest] = value
+		}
+	}
+	for name, value := range slabs {
+		class, stat, ok := strings.Cut(name, ":")
+		if !ok {
+			out.SlabTotals[name] = value
+			continue
+		}
+		if out.Slabs[class] == nil {
+			out.Slabs[class] = map[string]string{}
+		}
+		out.Slabs[class][stat] = value
+	}
+	return out, nil
 }
 
 // command sends one stats command and reads its STAT lines up to END.
