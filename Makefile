@@ -64,8 +64,8 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 ##@ Test
 
 .PHONY: test
-test: manifests generate envtest helm-lint ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
+test: manifests generate envtest helm-lint promtool ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests, promtool rule tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PROMTOOL="$(PROMTOOL)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
 
 FUZZTIME ?= 60s
 .PHONY: fuzz
@@ -137,6 +137,10 @@ controller-gen: ## Build (once) the pinned controller-gen.
 .PHONY: golangci-lint
 golangci-lint: ## Build (once) the pinned golangci-lint.
 	$(eval GOLANGCI_LINT := $(shell $(TOOL) golangci-lint))
+
+.PHONY: promtool
+promtool: ## Build (once) the pinned promtool (checks and unit-tests the chart's alerts).
+	$(eval PROMTOOL := $(shell $(TOOL) promtool))
 
 .PHONY: helm
 helm: ## Build (once) the pinned helm CLI.

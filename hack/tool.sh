@@ -10,6 +10,7 @@
 #        kubelet kube-proxy controller-gen golangci-lint helm helm-docs
 #        containerd ctr containerd-shim-runc-v2 coredns
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
+#        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
 #        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
 #          (OCI image archives for the testbed, test/testbed/tbctl; the image
 #          name is the archive's io.containerd.image.name, see image_name)
@@ -149,6 +150,10 @@ path_of() {
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
+    promtool)
+      local d="$STORE/prometheus/$PROMETHEUS_VERSION/promtool"
+      build "$name" "$d" go_install "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" \
+        "-X github.com/prometheus/common/version.Version=$PROMETHEUS_RELEASE" ;;
     envtest)
       local d="$STORE/envtest/$K8S_VERSION"
       mkdir -p "$d"
