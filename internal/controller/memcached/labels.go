@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
 // Labels on every object the operator creates. The operator's cache only
@@ -45,6 +47,26 @@ func podLabels(instance string, extra map[string]string) map[string]string {
 	return l
 }
 
+// keepOwnManagedFields drops the managed fields of every other manager
+// (the Deployment controller's status entries are the largest part of a
+// cached Deployment): comparing what the operator applied needs only its
+// own entry.
+func keepOwnManagedFields(in any) (any, error) {
+	obj, ok := in.(client.Object)
+	if !ok {
+		return in, nil
+	}
+	fields := obj.GetManagedFields()
+	kept := fields[:0]
+	for _, f := range fields {
+		if f.Manager == FieldOwner {
+			kept = append(kept, f)
+		}
+	}
+	obj.SetManagedFields(kept)
+	return obj, nil
+}
+
 // SelectorString is the string form of a fleet's pod selector, as the scale
 // subresource reports it.
 func SelectorString(instance string) string {
@@ -58,14 +80,17 @@ func SelectorString(instance string) string {
 // without managed fields: only owned objects need them, to compare what the
 // operator applied.
 func CacheOptions(namespaces []string) cache.Options {
-	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})}
-	slices := own
-	slices.Transform = cache.TransformStripManagedFields()
+	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	own := cache.ByObject{Label: selector, Transform: keepOwnManagedFields}
+	slices := cache.ByObject{Label: selector, Transform: cache.TransformStripManagedFields()}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            own,
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
 		&discoveryv1.EndpointSlice{}:    slices,
+		// Status is patched as a merge patch computed from the object read,
+		// which needs no managed fields.
+		&cachev1alpha1.Memcached{}: {Transform: cache.TransformStripManagedFields()},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
