@@ -303,6 +303,9 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 	if err != nil {
 		return err
 	}
+	if b.watch != nil {
+		b.watch.stop()
+	}
 	b.watch = w
 	if main && b.f.profileSeconds > 0 {
 		go func() {
