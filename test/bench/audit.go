@@ -73,7 +73,7 @@ func (a *auditReader) skip(ctx context.Context) error {
 
 // window returns user's requests since the end of the previous window.
 func (a *auditReader) window(ctx context.Context, user string) (requestCounts, error) {
-	counts := requestCounts{ByVerb: map[string]int{}, ByVerbResource: map[string]int{}}
+	counts := newRequestCounts()
 	id := "bench-marker-" + rand.String(10)
 	// A read of a namespace that does not exist: the marker's own request.
 	_ = a.marker.Get(ctx, client.ObjectKey{Name: id}, &corev1.Namespace{})
@@ -121,31 +121,39 @@ func (a *auditReader) window(ctx context.Context, user string) (requestCounts, e
 		if ev.User.Username != user {
 			continue
 		}
-		// One line per request: watches when their response starts, every
-		// other request when it completes.
-		if (ev.Verb == "watch" && ev.Stage != "ResponseStarted") || (ev.Verb != "watch" && ev.Stage != "ResponseComplete") {
-			continue
-		}
-		counts.Total++
-		counts.ByVerb[ev.Verb]++
-		res := ""
-		if ev.ObjectRef != nil {
-			res = ev.ObjectRef.Resource
-			if ev.ObjectRef.Subresource != "" {
-				res += "/" + ev.ObjectRef.Subresource
-			}
-		}
-		counts.ByVerbResource[ev.Verb+" "+res]++
-		if isWrite(ev.Verb) {
-			counts.Writes++
-			if res != "events" {
-				counts.WritesExclEvents++
-			}
-			if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
-				counts.FailedWrites++
-			}
+		counts.add(&ev)
+	}
+}
+
+// add counts ev, once per request: a watch when its response starts, any
+// other request when it completes.
+func (c *requestCounts) add(ev *auditEvent) {
+	if (ev.Verb == "watch" && ev.Stage != "ResponseStarted") || (ev.Verb != "watch" && ev.Stage != "ResponseComplete") {
+		return
+	}
+	c.Total++
+	c.ByVerb[ev.Verb]++
+	res := ""
+	if ev.ObjectRef != nil {
+		res = ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
 		}
 	}
+	c.ByVerbResource[ev.Verb+" "+res]++
+	if isWrite(ev.Verb) {
+		c.Writes++
+		if res != "events" {
+			c.WritesExclEvents++
+		}
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
+			c.FailedWrites++
+		}
+	}
+}
+
+func newRequestCounts() requestCounts {
+	return requestCounts{ByVerb: map[string]int{}, ByVerbResource: map[string]int{}}
 }
 
 // String is "create deployments=100, patch memcacheds/status=100, …" for
