@@ -35,7 +35,7 @@ bench-ci: ## CI-sized bench: N=50, short idle window, checks only the bench's co
 
 .PHONY: bench-run
 bench-run: bench-binaries ## Run the bench's scenarios against the running bench cluster.
-	$(BENCH_EXEC) run $(BENCH_RUN_FLAGS)
+	$(BENCH_EXEC) run $(BENCH_RUN_FLAGS) 2>&1 | tee $(BENCH_DIR)/bench-run.log
 
 .PHONY: bench-cluster-up
 bench-cluster-up: bench-binaries bench-netns ## Start the bench's control plane with $(BENCH_NODES) kwok nodes (loopback only; kubeconfigs in $(BENCH_DIR)/cluster).

@@ -94,6 +94,9 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 		},
 	}
 	for _, path := range []string{pathDirect, pathDryRun} {
+		// Warm up: TLS connections and the API server's webhook clients
+		// exist before the first measured request.
+		_ = openLoop(ctx, 50, time.Second, paths[path])
 		for _, rate := range rates {
 			before, herr := scrapeWebhookHistogram(ctx, b.s)
 			res := openLoop(ctx, rate, b.f.admissionDuration, paths[path])

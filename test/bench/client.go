@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,6 +20,9 @@ import (
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := cachev1alpha1.AddToScheme(s); err != nil {

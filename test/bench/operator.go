@@ -217,6 +217,10 @@ func (o *operatorProc) stop() error {
 type procStats struct {
 	PeakRSSMiB float64 `json:"peakRssMiB"`
 	RSSMiB     float64 `json:"rssMiB"`
+	// RSSAnonMiB and RSSFileMiB split the current RSS: the heap, stacks and
+	// runtime on one side, the mapped binary's pages on the other.
+	RSSAnonMiB float64 `json:"rssAnonMiB"`
+	RSSFileMiB float64 `json:"rssFileMiB"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
@@ -248,6 +252,10 @@ func readProcStats(pid int) (procStats, error) {
 			st.PeakRSSMiB = kib / 1024
 		case "VmRSS:":
 			st.RSSMiB = kib / 1024
+		case "RssAnon:":
+			st.RSSAnonMiB = kib / 1024
+		case "RssFile:":
+			st.RSSFileMiB = kib / 1024
 		}
 	}
 	stat, err := procStatFields(pid)

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -371,9 +370,12 @@ func (b *bench) reconciled(ctx context.Context, before float64, want int, timeou
 	return total - before, err
 }
 
-// idle forces a reconcile of every fleet (an annotation on each Deployment,
-// which the operator watches), then stays idle for the rest of the window;
-// the operator must write nothing.
+// idle forces a reconcile of every fleet (an annotation on each owned
+// Service, which the operator watches), then stays idle for the rest of the
+// window; the operator must write nothing. Not the Deployments: an
+// annotation there bumps the Deployment's metadata.generation (the API
+// server's Deployment strategy counts annotation changes), which is a change
+// the operator rightly reacts to rather than a resync.
 func (b *bench) idle(ctx context.Context, ns string) error {
 	logf("operator: idle %s with a forced resync of every fleet", b.f.idle)
 	if err := b.audit.skip(ctx); err != nil {
@@ -387,10 +389,10 @@ func (b *bench) idle(ctx context.Context, ns string) error {
 	t0 := time.Now()
 	stamp := t0.Format(time.RFC3339Nano)
 	if err := parallel(ctx, b.f.n, func(ctx context.Context, i int) error {
-		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleetName(i)}}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleetName(i)}}
 		patch := client.RawPatch("application/merge-patch+json",
 			fmt.Appendf(nil, `{"metadata":{"annotations":{"bench.cache.example.com/resync":%q}}}`, stamp))
-		return b.admin.Patch(ctx, dep, patch)
+		return b.admin.Patch(ctx, svc, patch)
 	}); err != nil {
 		return err
 	}
