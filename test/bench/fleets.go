@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -243,4 +244,34 @@ func (w *watcher) waitConverged(ctx context.Context, n int, t0 time.Time, withPo
 	}
 	slices.Sort(times)
 	return times, err
+}
+
+// statuses are the fleets' statuses as JSON, by name.
+func (w *watcher) statuses(ctx context.Context) (map[string]string, error) {
+	list := &cachev1alpha1.MemcachedList{}
+	if err := w.cache.List(ctx, list, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		data, err := json.Marshal(list.Items[i].Status)
+		if err != nil {
+			return nil, err
+		}
+		out[list.Items[i].Name] = string(data)
+	}
+	return out, nil
+}
+
+// statusChanges describes, for each fleet whose status differs, the
+// conditions and counts before and after.
+func statusChanges(before, after map[string]string) []string {
+	var out []string
+	for name, b := range before {
+		if a, ok := after[name]; ok && a != b {
+			out = append(out, fmt.Sprintf("%s: %s → %s", name, b, a))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

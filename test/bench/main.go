@@ -19,6 +19,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func logf(format string, args ...any) {
@@ -30,6 +34,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: bench up|down|run [flags]")
 		os.Exit(2)
 	}
+	// controller-runtime's caches log through it; errors only.
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	var err error

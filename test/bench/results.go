@@ -76,11 +76,15 @@ type phaseResult struct {
 }
 
 type idleResult struct {
-	Seconds       float64       `json:"seconds"`
-	ResyncSeconds float64       `json:"resyncSeconds"`
-	Reconciles    int           `json:"reconciles"`
-	Requests      requestCounts `json:"requests"`
-	CPUSeconds    float64       `json:"cpuSeconds"`
+	// StatusChanged counts the fleets whose status differs between the start
+	// and the end of the window; the examples show before → after.
+	StatusChanged        int           `json:"statusChanged"`
+	StatusChangeExamples []string      `json:"statusChangeExamples,omitempty"`
+	Seconds              float64       `json:"seconds"`
+	ResyncSeconds        float64       `json:"resyncSeconds"`
+	Reconciles           int           `json:"reconciles"`
+	Requests             requestCounts `json:"requests"`
+	CPUSeconds           float64       `json:"cpuSeconds"`
 }
 
 type churnResult struct {
@@ -171,7 +175,8 @@ func (r *results) evaluate() {
 	}
 	if r.Idle != nil {
 		add(target{Name: "idle writes (forced resync of every fleet)", Value: fmt.Sprintf("%d in %.0fs, %d reconciles", r.Idle.Requests.Writes, r.Idle.Seconds, r.Idle.Reconciles),
-			Limit: "0", Met: check(r.Idle.Requests.Writes == 0), Correctness: true})
+			Limit: "0", Met: check(r.Idle.Requests.Writes == 0), Correctness: true,
+			Note: fmt.Sprintf("%s; %d fleets changed status", r.Idle.Requests, r.Idle.StatusChanged)})
 	}
 	for _, c := range r.Churn {
 		add(target{Name: fmt.Sprintf("churn round %d: %d pods of %d fleets", c.Round, c.PodsDeleted, c.FleetsAffected),

@@ -386,6 +386,10 @@ func (b *bench) idle(ctx context.Context, ns string) error {
 		return err
 	}
 	cpu0, _ := b.op.stats()
+	before0, err := b.watch.statuses(ctx)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	stamp := t0.Format(time.RFC3339Nano)
 	if err := parallel(ctx, b.f.n, func(ctx context.Context, i int) error {
@@ -414,7 +418,20 @@ func (b *bench) idle(ctx context.Context, ns string) error {
 		return err
 	}
 	cpu1, _ := b.op.stats()
+	after, err := b.watch.statuses(ctx)
+	if err != nil {
+		return err
+	}
+	changed := statusChanges(before0, after)
+	for i, c := range changed {
+		if i == 3 {
+			logf("  … %d fleets in all changed status while idle", len(changed))
+			break
+		}
+		logf("  status changed while idle: %s", c)
+	}
 	b.res.Idle = &idleResult{
+		StatusChanged: len(changed), StatusChangeExamples: changed[:min(3, len(changed))],
 		Seconds: time.Since(t0).Seconds(), ResyncSeconds: resync.Seconds(), Reconciles: int(recs),
 		Requests: counts, CPUSeconds: cpu1.CPUSeconds - cpu0.CPUSeconds,
 	}
