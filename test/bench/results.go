@@ -17,6 +17,9 @@ type results struct {
 	StartedAt time.Time `json:"startedAt"`
 	// WallSeconds is the whole `bench run`.
 	WallSeconds float64 `json:"wallSeconds"`
+	// LoadAverage is /proc/loadavg at the start and at the end: the bench
+	// shares the machine with whatever else runs on it.
+	LoadAverage []string `json:"loadAverage"`
 	Config      struct {
 		N, Size, ResizeTo, Workers, Nodes int
 		Idle                              string
@@ -38,7 +41,7 @@ type results struct {
 }
 
 func newResults(f runFlags, s *clusterState) *results {
-	r := &results{Machine: machine(), StartedAt: time.Now().UTC()}
+	r := &results{Machine: machine(), StartedAt: time.Now().UTC(), LoadAverage: []string{loadAvg()}}
 	c := &r.Config
 	c.N, c.Size, c.ResizeTo, c.Workers, c.Nodes = f.n, f.size, f.resizeTo, f.workers, s.Nodes
 	c.Idle, c.ChurnRounds, c.ChurnFraction, c.CI = f.idle.String(), f.churnRounds, f.churnFraction, f.ci
@@ -232,8 +235,8 @@ func (r *results) failedChecks(ci bool) []string {
 // table is the summary printed on stdout (and pasted in docs/benchmarks.md).
 func (r *results) table() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes; %s\n\n",
-		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, r.Machine)
+	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes; %s; load average at start/end %s\n\n",
+		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, r.Machine, strings.Join(r.LoadAverage, " / "))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "| measure\t| value\t| target\t| met\t|")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|")
@@ -278,6 +281,7 @@ func (r *results) table() string {
 func (b *bench) report() error {
 	r := b.res
 	r.WallSeconds = time.Since(b.wallT0).Seconds()
+	r.LoadAverage = append(r.LoadAverage[:1], loadAvg())
 	r.evaluate()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -313,4 +317,17 @@ func histNote(m map[string]string) string {
 		parts = append(parts, strings.SplitN(k, ".", 2)[0]+" "+m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -378,6 +378,11 @@ func (b *bench) reconciled(ctx context.Context, before float64, want int, timeou
 // the operator rightly reacts to rather than a resync.
 func (b *bench) idle(ctx context.Context, ns string) error {
 	logf("operator: idle %s with a forced resync of every fleet", b.f.idle)
+	// Start from a quiet operator: nothing queued, no worker busy, so the
+	// window does not count the tail of the resize.
+	if _, err := b.reconciled(ctx, 0, 0, time.Minute); err != nil {
+		return err
+	}
 	if err := b.audit.skip(ctx); err != nil {
 		return err
 	}
