@@ -59,13 +59,14 @@ func TestFleetReady(t *testing.T) {
 		"not available":          {mutate: func(m *cachev1alpha1.Memcached) { m.Status.Conditions[0].Status = metav1.ConditionFalse }},
 		"nodes incomplete":       {mutate: func(m *cachev1alpha1.Memcached) { m.Status.Nodes = []string{"a"} }},
 		"ready replicas missing": {mutate: func(m *cachev1alpha1.Memcached) { m.Status.ReadyReplicas = 1 }},
+		"spec not yet resized":   {mutate: func(m *cachev1alpha1.Memcached) { m.Spec.Size = ptr.To[int32](1) }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			mc := ready()
 			if tc.mutate != nil {
 				tc.mutate(mc)
 			}
-			NewWithT(t).Expect(fleetReady(mc, tc.pods)).To(Equal(tc.want))
+			NewWithT(t).Expect(fleetReady(mc, 2, tc.pods)).To(Equal(tc.want))
 		})
 	}
 }

@@ -176,13 +176,14 @@ func (w *watcher) livePods(ctx context.Context) (map[string][]string, error) {
 	return out, nil
 }
 
-// fleetReady is the bench's definition of a converged fleet: the status
-// describes the current generation, Available is True for it, and
-// status.nodes names size pods. With pods, status.nodes must also equal the
-// fleet's live pods (after churn, the replacements).
-func fleetReady(mc *cachev1alpha1.Memcached, pods []string) bool {
-	size := ptr.Deref(mc.Spec.Size, 1)
-	if mc.Status.ObservedGeneration != mc.Generation || int32(len(mc.Status.Nodes)) != size || mc.Status.ReadyReplicas != size {
+// fleetReady is the bench's definition of a converged fleet: its spec asks
+// for size pods (so a cache that has not yet seen the user's patch never
+// passes for the old spec), the status describes the current generation,
+// Available is True for it, and status.nodes names size pods. With pods,
+// status.nodes must also equal the fleet's live pods (after churn, the
+// replacements).
+func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
+	if ptr.Deref(mc.Spec.Size, 1) != size || mc.Status.ObservedGeneration != mc.Generation || int32(len(mc.Status.Nodes)) != size || mc.Status.ReadyReplicas != size {
 		return false
 	}
 	c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionAvailable)
@@ -199,7 +200,7 @@ func fleetReady(mc *cachev1alpha1.Memcached, pods []string) bool {
 
 // waitConverged polls the bench's cache every 100 ms until n fleets are
 // ready and returns when each became so, relative to t0 (sorted).
-func (w *watcher) waitConverged(ctx context.Context, n int, t0 time.Time, withPods bool, timeout time.Duration) ([]time.Duration, error) {
+func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) ([]time.Duration, error) {
 	doneAt := map[string]time.Duration{}
 	var last int
 	lastLog := time.Now()
@@ -228,7 +229,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, t0 time.Time, withPo
 					p = []string{}
 				}
 			}
-			if fleetReady(mc, p) {
+			if fleetReady(mc, size, p) {
 				doneAt[mc.Name] = now
 			}
 		}

@@ -197,7 +197,7 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 	}
 	res := &pairResult{N: n, Workers: workers}
 	logf("reference: converge N=%d workers=%d", n, workers)
-	res.Converge, err = b.timedPhase(ctx, w, userReference, n, false, func(ctx context.Context) error {
+	res.Converge, err = b.timedPhase(ctx, w, userReference, n, b.f.size, false, func(ctx context.Context) error {
 		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
 	})
 	if err != nil {
@@ -205,7 +205,7 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 	}
 	if resize {
 		logf("reference: resize %d → %d", b.f.size, b.f.resizeTo)
-		res.Resize, err = b.timedPhase(ctx, w, userReference, n, false, func(ctx context.Context) error {
+		res.Resize, err = b.timedPhase(ctx, w, userReference, n, b.f.resizeTo, false, func(ctx context.Context) error {
 			return resizeFleets(ctx, b.admin, ns, n, int32(b.f.resizeTo))
 		})
 		if err != nil {
@@ -241,7 +241,7 @@ func (b *bench) ensureOperator(ctx context.Context, ns string, workers int) erro
 
 // timedPhase runs act (the user's action) at t0, waits until n fleets are
 // ready, and counts user's requests from t0 to then.
-func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, withPods bool, act func(context.Context) error) (*phaseResult, error) {
+func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, size int, withPods bool, act func(context.Context) error) (*phaseResult, error) {
 	if err := b.audit.skip(ctx); err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		return nil, err
 	}
 	actDone := time.Since(t0)
-	times, err := w.waitConverged(ctx, n, t0, withPods, convergeTimeout(n))
+	times, err := w.waitConverged(ctx, n, int32(size), t0, withPods, convergeTimeout(n))
 	elapsed := time.Since(t0)
 	counts, cerr := b.audit.window(ctx, user)
 	if cerr != nil {
@@ -316,7 +316,7 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 		}()
 	}
 	logf("operator: converge N=%d workers=%d", n, workers)
-	p, err := b.timedPhase(ctx, w, userOperator, n, false, func(ctx context.Context) error {
+	p, err := b.timedPhase(ctx, w, userOperator, n, b.f.size, false, func(ctx context.Context) error {
 		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
 	})
 	if main {
@@ -340,7 +340,7 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 
 func (b *bench) operatorResize(ctx context.Context, ns string) error {
 	logf("operator: resize %d → %d", b.f.size, b.f.resizeTo)
-	p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, false, func(ctx context.Context) error {
+	p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
 		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
 	})
 	b.res.Operator.Resize = p
@@ -465,7 +465,7 @@ func (b *bench) churn(ctx context.Context, ns string) error {
 			fleets[v[0]] = true
 		}
 		logf("operator: churn round %d: deleting %d of %d pods (%d fleets)", round+1, len(victims), len(all), len(fleets))
-		p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, true, func(ctx context.Context) error {
+		p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, true, func(ctx context.Context) error {
 			if err := parallel(ctx, len(victims), func(ctx context.Context, i int) error {
 				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victims[i][1]}}
 				return client.IgnoreNotFound(b.admin.Delete(ctx, pod))
