@@ -8,10 +8,12 @@
 //	bench up    start the control plane (make bench-cluster-up)
 //	bench down  stop it and remove its data (make bench-cluster-down)
 //	bench run   run the scenarios against it (make bench)
+//	bench plot  redraw the plots and the table of a results.json
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -31,7 +33,7 @@ func logf(format string, args ...any) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench up|down|run [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench up|down|run|plot [flags]")
 		os.Exit(2)
 	}
 	// controller-runtime's caches log through it; errors only.
@@ -46,6 +48,8 @@ func main() {
 		err = cmdDown(args)
 	case "run":
 		err = cmdRun(ctx, args)
+	case "plot":
+		err = cmdPlot(args)
 	default:
 		err = fmt.Errorf("unknown command %q (up, down, run)", cmd)
 	}
@@ -92,4 +96,25 @@ func cmdDown(args []string) error {
 		return err
 	}
 	return clusterDown(dir)
+}
+
+// cmdPlot redraws the plots and results.md of a results.json into its folder.
+func cmdPlot(args []string) error {
+	fs := flag.NewFlagSet("plot", flag.ExitOnError)
+	file := fs.String("results", "_output/bench/results.json", "results.json to draw.")
+	_ = fs.Parse(args)
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	r := &results{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return err
+	}
+	dir := filepath.Dir(*file)
+	r.evaluate()
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.table()), 0o644); err != nil {
+		return err
+	}
+	return plots(r, dir)
 }

@@ -33,10 +33,10 @@ func plots(r *results, dir string) error {
 	}
 	var byWorkers, byN []sweepPoint
 	for _, p := range r.Sweep {
-		if p.N == r.Config.N {
+		switch p.Sweep {
+		case "workers":
 			byWorkers = append(byWorkers, p)
-		}
-		if p.Workers == r.Config.Workers {
+		case "n":
 			byN = append(byN, p)
 		}
 	}
@@ -139,7 +139,7 @@ func plotSweep(pts []sweepPoint, title, xLabel string, x func(sweepPoint) float6
 		p.Add(line, points)
 		p.Legend.Add(l.name, line, points)
 	}
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, file)
 }
 

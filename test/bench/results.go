@@ -110,6 +110,8 @@ type restartResult struct {
 }
 
 type sweepPoint struct {
+	// Sweep is "workers" or "n": the curve the point belongs to.
+	Sweep                  string  `json:"sweep"`
 	N                      int     `json:"n"`
 	Workers                int     `json:"workers"`
 	OperatorSeconds        float64 `json:"operatorSeconds"`

@@ -538,7 +538,7 @@ func (b *bench) restart(ctx context.Context, ns string) error {
 // sweeps draw converge time against workers and against N, operator and
 // reference alike, each point on a fresh namespace.
 func (b *bench) sweeps(ctx context.Context) error {
-	point := func(n, workers int, tag string) error {
+	point := func(sweep string, n, workers int, tag string) error {
 		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false)
 		if err != nil {
 			return err
@@ -548,7 +548,7 @@ func (b *bench) sweeps(ctx context.Context) error {
 			return err
 		}
 		b.res.Sweep = append(b.res.Sweep, sweepPoint{
-			N: n, Workers: workers, OperatorSeconds: b.sweepOp.Seconds, ReferenceSeconds: ref.Converge.Seconds,
+			Sweep: sweep, N: n, Workers: workers, OperatorSeconds: b.sweepOp.Seconds, ReferenceSeconds: ref.Converge.Seconds,
 			OperatorWritesPerFleet: b.sweepOp.WritesPerFleet, OperatorPeakRSSMiB: b.sweepOp.PeakRSSMiB,
 		})
 		if err := b.op.stop(); err != nil {
@@ -561,7 +561,7 @@ func (b *bench) sweeps(ctx context.Context) error {
 		return err
 	}
 	for _, w := range ws {
-		if err := point(b.f.n, w, fmt.Sprintf("w%d", w)); err != nil {
+		if err := point("workers", b.f.n, w, fmt.Sprintf("w%d", w)); err != nil {
 			return err
 		}
 	}
@@ -570,7 +570,7 @@ func (b *bench) sweeps(ctx context.Context) error {
 		return err
 	}
 	for _, n := range ns {
-		if err := point(n, b.f.workers, fmt.Sprintf("n%d", n)); err != nil {
+		if err := point("n", n, b.f.workers, fmt.Sprintf("n%d", n)); err != nil {
 			return err
 		}
 	}
