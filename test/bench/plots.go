@@ -147,7 +147,11 @@ func plotAdmissionLatency(adm []admissionResult, file string) error {
 	p := plot.New()
 	p.Title.Text = "Admission latency (open loop)"
 	p.X.Label.Text = "requests per second"
-	p.Y.Label.Text = "milliseconds"
+	p.Y.Label.Text = "milliseconds (log scale)"
+	// Sub-millisecond webhook calls and second-long saturated API server
+	// requests on one axis.
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
 	byPath := map[string][]admissionResult{}
 	var paths []string
@@ -165,7 +169,7 @@ func plotAdmissionLatency(adm []admissionResult, file string) error {
 		}{{"p50", func(a admissionResult) float64 { return a.P50Ms }}, {"p99", func(a admissionResult) float64 { return a.P99Ms }}} {
 			xys := make(plotter.XYs, len(byPath[path]))
 			for j, a := range byPath[path] {
-				xys[j] = plotter.XY{X: float64(a.Rate), Y: q.v(a)}
+				xys[j] = plotter.XY{X: float64(a.Rate), Y: max(q.v(a), 0.01)}
 			}
 			line, points, err := plotter.NewLinePoints(xys)
 			if err != nil {
