@@ -68,7 +68,6 @@ bench-netns:
 	  ip -n $(BENCH_NETNS) link set lo up; fi
 
 .PHONY: bench-docs
-bench-docs: ## Copy the last run's table and plots into docs/bench/ (docs/benchmarks.md shows them).
-	@mkdir -p docs/bench
-	cp $(BENCH_DIR)/results.md $(BENCH_DIR)/results.json docs/bench/
-	cp $(BENCH_DIR)/*.png docs/bench/
+bench-docs: ## Copy the last run's table, results.json and plots into docs/bench/n$(BENCH_N)/ (docs/benchmarks.md shows them).
+	@mkdir -p docs/bench/n$(BENCH_N)
+	cp $(BENCH_DIR)/results.md $(BENCH_DIR)/results.json $(BENCH_DIR)/*.png docs/bench/n$(BENCH_N)/
