@@ -298,7 +298,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if _, _, err := ca.write(dir, "ca"); err != nil {
+	if err := ca.write(dir, "ca"); err != nil {
 		return pkiFiles{}, err
 	}
 	serving, err := newServing(ca, "kube-apiserver",
@@ -306,7 +306,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if _, _, err := serving.write(dir, "apiserver"); err != nil {
+	if err := serving.write(dir, "apiserver"); err != nil {
 		return pkiFiles{}, err
 	}
 	// The service-account signing key: any private key; the pair's
@@ -322,14 +322,14 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if _, _, err := fpCA.write(dir, "front-proxy-ca"); err != nil {
+	if err := fpCA.write(dir, "front-proxy-ca"); err != nil {
 		return pkiFiles{}, err
 	}
 	fpClient, err := newClientCert(fpCA, "front-proxy-client")
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if _, _, err := fpClient.write(dir, "front-proxy-client"); err != nil {
+	if err := fpClient.write(dir, "front-proxy-client"); err != nil {
 		return pkiFiles{}, err
 	}
 	// Every client is cluster-admin: the bench measures request counts and
@@ -345,7 +345,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 		if err != nil {
 			return pkiFiles{}, err
 		}
-		if _, _, err := kp.write(dir, user); err != nil {
+		if err := kp.write(dir, user); err != nil {
 			return pkiFiles{}, err
 		}
 		cfg := clientcmdapi.NewConfig()

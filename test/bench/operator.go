@@ -125,7 +125,7 @@ func (o *operatorProc) installWebhooks(ctx context.Context, c client.Client) err
 func installCRD(ctx context.Context, c client.Client, repoRoot string) error {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "charts", "memcached-operator", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRD in charts/memcached-operator/crds (%v)", err)
+		return fmt.Errorf("no CRD in charts/memcached-operator/crds (%w)", err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -178,7 +178,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 		// Webhooks may only judge what the CRD schema allows, up to 1000.
 		"--max-size=1000",
 	}, extra...)
-	fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -104,14 +104,10 @@ func sign(tmpl *x509.Certificate, ca *keyPair) (*keyPair, error) {
 	}, nil
 }
 
-// write stores the pair as dir/name.crt and dir/name.key and returns both paths.
-func (k *keyPair) write(dir, name string) (certFile, keyFile string, err error) {
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, k.CertPEM, 0o600); err != nil {
-		return "", "", err
+// write stores the pair as dir/name.crt and dir/name.key.
+func (k *keyPair) write(dir, name string) error {
+	if err := os.WriteFile(filepath.Join(dir, name+".crt"), k.CertPEM, 0o600); err != nil {
+		return err
 	}
-	if err := os.WriteFile(keyFile, k.KeyPEM, 0o600); err != nil {
-		return "", "", err
-	}
-	return certFile, keyFile, nil
+	return os.WriteFile(filepath.Join(dir, name+".key"), k.KeyPEM, 0o600)
 }

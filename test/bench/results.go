@@ -240,8 +240,8 @@ func (r *results) table() string {
 	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes; %s; load average at start/end %s\n\n",
 		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, r.Machine, strings.Join(r.LoadAverage, " / "))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| measure\t| value\t| target\t| met\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|")
+	_, _ = fmt.Fprintln(tw, "| measure\t| value\t| target\t| met\t|")
+	_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|")
 	for _, t := range r.Targets {
 		met := "–"
 		if t.Met != nil {
@@ -251,16 +251,16 @@ func (r *results) table() string {
 		if t.Note != "" {
 			v += " (" + t.Note + ")"
 		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t|\n", t.Name, v, t.Limit, met)
+		_, _ = fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t|\n", t.Name, v, t.Limit, met)
 	}
 	_ = tw.Flush()
 	if len(r.Admission) > 0 {
 		sb.WriteString("\n")
 		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "| admission path\t| rate/s\t| achieved/s\t| requests\t| errors\t| p50 ms\t| p95 ms\t| p99 ms\t| max ms\t|")
-		fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+		_, _ = fmt.Fprintln(tw, "| admission path\t| rate/s\t| achieved/s\t| requests\t| errors\t| p50 ms\t| p95 ms\t| p99 ms\t| max ms\t|")
+		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 		for _, a := range r.Admission {
-			fmt.Fprintf(tw, "| %s\t| %d\t| %.0f\t| %d\t| %d\t| %.2f\t| %.2f\t| %.2f\t| %.2f\t|\n",
+			_, _ = fmt.Fprintf(tw, "| %s\t| %d\t| %.0f\t| %d\t| %d\t| %.2f\t| %.2f\t| %.2f\t| %.2f\t|\n",
 				a.Path, a.Rate, a.AchievedRate, a.Requests, a.Errors, a.P50Ms, a.P95Ms, a.P99Ms, a.MaxMs)
 		}
 		_ = tw.Flush()
@@ -268,10 +268,10 @@ func (r *results) table() string {
 	if len(r.Sweep) > 0 {
 		sb.WriteString("\n")
 		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "| N\t| workers\t| operator s\t| reference s\t| ratio\t| writes/fleet\t| peak RSS MiB\t|")
-		fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+		_, _ = fmt.Fprintln(tw, "| N\t| workers\t| operator s\t| reference s\t| ratio\t| writes/fleet\t| peak RSS MiB\t|")
+		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 		for _, p := range r.Sweep {
-			fmt.Fprintf(tw, "| %d\t| %d\t| %.1f\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", p.N, p.Workers, p.OperatorSeconds,
+			_, _ = fmt.Fprintf(tw, "| %d\t| %d\t| %.1f\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", p.N, p.Workers, p.OperatorSeconds,
 				p.ReferenceSeconds, p.OperatorSeconds/p.ReferenceSeconds, p.OperatorWritesPerFleet, p.OperatorPeakRSSMiB)
 		}
 		_ = tw.Flush()

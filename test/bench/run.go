@@ -99,7 +99,7 @@ func newBench(ctx context.Context, f runFlags) (*bench, error) {
 	}
 	s, err := loadState(filepath.Join(out, "cluster"))
 	if err != nil || !s.alive() {
-		return nil, fmt.Errorf("no bench cluster running in %s (make bench-cluster-up): %v", filepath.Join(out, "cluster"), err)
+		return nil, fmt.Errorf("no bench cluster running in %s (make bench-cluster-up): %w", filepath.Join(out, "cluster"), err)
 	}
 	admin, err := newClient(s, userAdmin, 0)
 	if err != nil {
