@@ -8,7 +8,7 @@
 #
 # Names: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
 #        kubelet kube-proxy controller-gen golangci-lint helm helm-docs
-#        containerd ctr containerd-shim-runc-v2 coredns
+#        containerd ctr containerd-shim-runc-v2 coredns kwok
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
 #        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
 #        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
@@ -147,6 +147,11 @@ path_of() {
       local d="$STORE/images/cert-manager-$c-$CERT_MANAGER_VERSION.tar"
       build "$name" "$d" img_cert_manager "$c" "$bin" ;;
     image-name-*) image_name "${name#image-name-}"; printf '\n'; return ;;
+    kwok)
+      # Simulated nodes and pods for the bench (test/bench); no kubelet, no containers.
+      local d="$STORE/tools/kwok-$KWOK_VERSION"
+      build "$name" "$d" go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" \
+        "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

@@ -33,6 +33,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 type options struct {
 	metricsAddr, probeAddr, metricsCertDir string
+	pprofAddr                              string
 	secureMetrics, enableHTTP2             bool
 	leaderElect                            bool
 	leaderElectionNamespace                string
@@ -55,6 +56,7 @@ func main() {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, allowing only callers authorized by a SubjectAccessReview for GET /metrics.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the net/http/pprof endpoints (/debug/pprof/); \"0\" disables them. Bind it to loopback: profiles are not authenticated.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; /readyz waits for the webhook server to serve.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: HTTP/2 rapid reset, CVE-2023-44487).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", inCluster, "Elect a leader so that only one replica reconciles (default true in-cluster, false outside).")
@@ -104,6 +106,7 @@ func run(o options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "memcached-operator.cache.example.com",
 		LeaderElectionNamespace:       o.leaderElectionNamespace,

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/webhooks"
+)
+
+// Admission paths measured.
+const (
+	// pathDryRun is a server-side dry-run create through the API server:
+	// authentication, the mutating and the validating webhook, no storage.
+	pathDryRun = "dry-run create via API server"
+	// pathDirect is an AdmissionReview POSTed to the webhook server,
+	// alternating the mutating and the validating endpoint.
+	pathDirect = "webhook endpoint (mutate/validate)"
+)
+
+// maxInFlight bounds the open-loop generator: past it, requests wait (and
+// the achieved rate shows the shortfall) instead of piling up without end.
+const maxInFlight = 512
+
+type admissionResult struct {
+	Path         string  `json:"path"`
+	Rate         int     `json:"rate"`
+	AchievedRate float64 `json:"achievedRate"`
+	Requests     int     `json:"requests"`
+	Errors       int     `json:"errors"`
+	FirstError   string  `json:"firstError,omitempty"`
+	P50Ms        float64 `json:"p50Ms"`
+	P95Ms        float64 `json:"p95Ms"`
+	P99Ms        float64 `json:"p99Ms"`
+	MaxMs        float64 `json:"maxMs"`
+	// APIServerWebhookCalls is, for the dry-run path, the API server's own
+	// measure of each webhook call (its histogram's first bucket is 5 ms).
+	APIServerWebhookCalls map[string]string `json:"apiServerWebhookCalls,omitempty"`
+}
+
+// admission sends requests at each rate for the step's duration, open loop:
+// request i starts at t0 + i/rate whatever the latency of the others.
+func (b *bench) admission(ctx context.Context, _ string) error {
+	rates, err := intList(b.f.admissionRates)
+	if err != nil || len(rates) == 0 {
+		return err
+	}
+	const ns = "bench-admission"
+	if err := createNamespace(ctx, b.admin, ns); err != nil {
+		return err
+	}
+	direct, err := b.directClient()
+	if err != nil {
+		return err
+	}
+	reviews, err := admissionReviews(ns)
+	if err != nil {
+		return err
+	}
+	urls := []string{
+		fmt.Sprintf("https://127.0.0.1:%d%s", b.op.webhookPort, webhooks.MutatePath),
+		fmt.Sprintf("https://127.0.0.1:%d%s", b.op.webhookPort, webhooks.ValidatePath),
+	}
+	paths := map[string]func(ctx context.Context, i int) error{
+		pathDryRun: func(ctx context.Context, i int) error {
+			mc := &cachev1alpha1.Memcached{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("admission-%d", i), Namespace: ns},
+				Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+			}
+			return b.admin.Create(ctx, mc, client.DryRunAll)
+		},
+		pathDirect: func(ctx context.Context, i int) error {
+			return postReview(ctx, direct, urls[i%2], reviews[i%2])
+		},
+	}
+	for _, path := range []string{pathDirect, pathDryRun} {
+		// Warm up: TLS connections and the API server's webhook clients
+		// exist before the first measured request.
+		_ = openLoop(ctx, 50, time.Second, paths[path])
+		for _, rate := range rates {
+			before, herr := scrapeWebhookHistogram(ctx, b.s)
+			res := openLoop(ctx, rate, b.f.admissionDuration, paths[path])
+			res.Path = path
+			if after, err := scrapeWebhookHistogram(ctx, b.s); err == nil && herr == nil && path == pathDryRun {
+				res.APIServerWebhookCalls = shareUnder(before, after, "0.005")
+			}
+			logf("admission %s at %d/s: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms %v",
+				path, rate, res.Requests, res.Errors, res.P50Ms, res.P99Ms, res.APIServerWebhookCalls)
+			b.res.Admission = append(b.res.Admission, res)
+		}
+	}
+	return nil
+}
+
+// directClient trusts the webhook's self-signed certificate and keeps
+// connections alive, as the API server does.
+func (b *bench) directClient() (*http.Client, error) {
+	caPEM, err := os.ReadFile(filepath.Join(b.op.dir, "webhook-certs", "tls.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			MaxIdleConnsPerHost: maxInFlight,
+		},
+	}, nil
+}
+
+// admissionReviews are a CREATE review of a Memcached for the mutating and
+// for the validating endpoint (the latter already defaulted, as the API
+// server would send it).
+func admissionReviews(ns string) ([][]byte, error) {
+	mc := &cachev1alpha1.Memcached{
+		TypeMeta:   metav1.TypeMeta{APIVersion: cachev1alpha1.GroupVersion.String(), Kind: "Memcached"},
+		ObjectMeta: metav1.ObjectMeta{Name: "direct", Namespace: ns},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}
+	raw, err := json.Marshal(mc)
+	if err != nil {
+		return nil, err
+	}
+	review := func(uid string) ([]byte, error) {
+		return json.Marshal(&admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{
+				UID:       types.UID(uid),
+				Kind:      metav1.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"},
+				Resource:  metav1.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"},
+				Name:      mc.Name,
+				Namespace: ns,
+				Operation: admissionv1.Create,
+				Object:    runtime.RawExtension{Raw: raw},
+				UserInfo:  admissionUser(),
+				DryRun:    ptr.To(false),
+			},
+		})
+	}
+	m, err := review("bench-mutate")
+	if err != nil {
+		return nil, err
+	}
+	v, err := review("bench-validate")
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{m, v}, nil
+}
+
+func postReview(ctx context.Context, hc *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	if out.Response == nil || !out.Response.Allowed {
+		return fmt.Errorf("%s: not allowed: %s", url, data)
+	}
+	return nil
+}
+
+// openLoop calls do rate times a second for d and summarizes the latencies.
+func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Context, int) error) admissionResult {
+	total := int(float64(rate) * d.Seconds())
+	lat := make([]time.Duration, total)
+	var (
+		errs     atomic.Int64
+		firstErr atomic.Value
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, maxInFlight)
+	t0 := time.Now()
+	interval := time.Second / time.Duration(rate)
+	for i := range total {
+		if wait := time.Until(t0.Add(time.Duration(i) * interval)); wait > 0 {
+			select { // pacing the load, not waiting for a condition
+			case <-ctx.Done():
+				return admissionResult{Rate: rate}
+			case <-time.After(wait):
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			start := time.Now()
+			err := do(ctx, i)
+			lat[i] = time.Since(start)
+			if err != nil {
+				if errs.Add(1) == 1 {
+					firstErr.Store(err.Error())
+				}
+			}
+		}()
+	}
+	sent := time.Since(t0)
+	wg.Wait()
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(float64(len(lat))*p))].Microseconds()) / 1000
+	}
+	res := admissionResult{
+		Rate: rate, Requests: total, Errors: int(errs.Load()), AchievedRate: float64(total) / sent.Seconds(),
+		P50Ms: q(0.50), P95Ms: q(0.95), P99Ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000,
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstError = s
+	}
+	return res
+}
+
+func admissionUser() authenticationv1.UserInfo {
+	return authenticationv1.UserInfo{Username: userAdmin, Groups: []string{"system:masters", "system:authenticated"}}
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+func TestRequestCounts(t *testing.T) {
+	g := NewWithT(t)
+	lines := []string{
+		`{"stage":"ResponseComplete","verb":"patch","user":{"username":"memcached-operator"},"objectRef":{"resource":"deployments","name":"a"},"responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"patch","user":{"username":"memcached-operator"},"objectRef":{"resource":"memcacheds","subresource":"status","name":"a"},"responseStatus":{"code":409}}`,
+		`{"stage":"ResponseComplete","verb":"create","user":{"username":"memcached-operator"},"objectRef":{"resource":"events"},"responseStatus":{"code":201}}`,
+		`{"stage":"ResponseStarted","verb":"watch","user":{"username":"memcached-operator"},"objectRef":{"resource":"pods"}}`,
+		`{"stage":"ResponseComplete","verb":"watch","user":{"username":"memcached-operator"},"objectRef":{"resource":"pods"}}`,
+		`{"stage":"ResponseComplete","verb":"list","user":{"username":"memcached-operator"},"objectRef":{"resource":"pods"}}`,
+	}
+	c := newRequestCounts()
+	for _, l := range lines {
+		var ev auditEvent
+		g.Expect(json.Unmarshal([]byte(l), &ev)).To(Succeed())
+		c.add(&ev)
+	}
+	g.Expect(c.Total).To(Equal(5))
+	g.Expect(c.Writes).To(Equal(3))
+	g.Expect(c.WritesExclEvents).To(Equal(2))
+	g.Expect(c.FailedWrites).To(Equal(1))
+	g.Expect(c.ByVerb).To(Equal(map[string]int{"patch": 2, "create": 1, "watch": 1, "list": 1}))
+	g.Expect(c.String()).To(Equal("create events=1, patch deployments=1, patch memcacheds/status=1"))
+}
+
+func TestFleetReady(t *testing.T) {
+	ready := func() *cachev1alpha1.Memcached {
+		return &cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Generation: 2},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)},
+			Status: cachev1alpha1.MemcachedStatus{
+				ObservedGeneration: 2, ReadyReplicas: 2, Nodes: []string{"a", "b"},
+				Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 2}},
+			},
+		}
+	}
+	for name, tc := range map[string]struct {
+		mutate func(*cachev1alpha1.Memcached)
+		pods   []string
+		want   bool
+	}{
+		"ready":                  {want: true},
+		"ready, same live pods":  {pods: []string{"b", "a"}, want: true},
+		"live pods differ":       {pods: []string{"a", "c"}},
+		"old generation":         {mutate: func(m *cachev1alpha1.Memcached) { m.Generation = 3 }},
+		"condition of old spec":  {mutate: func(m *cachev1alpha1.Memcached) { m.Status.Conditions[0].ObservedGeneration = 1 }},
+		"not ready":              {mutate: func(m *cachev1alpha1.Memcached) { m.Status.Conditions[0].Status = metav1.ConditionFalse }},
+		"nodes incomplete":       {mutate: func(m *cachev1alpha1.Memcached) { m.Status.Nodes = []string{"a"} }},
+		"ready replicas missing": {mutate: func(m *cachev1alpha1.Memcached) { m.Status.ReadyReplicas = 1 }},
+		"spec not yet resized":   {mutate: func(m *cachev1alpha1.Memcached) { m.Spec.Size = ptr.To[int32](1) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mc := ready()
+			if tc.mutate != nil {
+				tc.mutate(mc)
+			}
+			NewWithT(t).Expect(fleetReady(mc, 2, tc.pods)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestIntList(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(intList(" 1, 2,,16 ")).To(Equal([]int{1, 2, 16}))
+	g.Expect(intList("")).To(BeEmpty())
+	_, err := intList("x")
+	g.Expect(err).To(HaveOccurred())
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+)
+
+// userConcurrency is how many requests the bench, playing the user, makes
+// at once to create, patch or delete fleets: the same for the operator's
+// and the reference's runs.
+const userConcurrency = 16
+
+func fleetName(i int) string { return fmt.Sprintf("cache-%04d", i) }
+
+// createNamespace makes ns, labelled for the bench's webhooks.
+func createNamespace(ctx context.Context, c client.Client, ns string) error {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{admittedLabel: "true"}}}
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return pollFor(ctx, "default ServiceAccount in "+ns, time.Minute, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+}
+
+// deleteNamespace deletes ns and waits until it is gone (its pods deleted by
+// kwok, its objects by the garbage collector and the namespace controller).
+func deleteNamespace(ctx context.Context, c client.Client, ns string, timeout time.Duration) error {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return pollFor(ctx, "namespace "+ns+" gone", timeout, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// parallel runs f(0..n-1) with at most userConcurrency at once and returns
+// the first error.
+func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan int)
+	for range min(userConcurrency, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
+}
+
+// createFleets creates n Memcacheds of size in ns, as a user would.
+func createFleets(ctx context.Context, c client.Client, ns string, n int, size int32) error {
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		mc := &cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Name: fleetName(i), Namespace: ns},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To(size)},
+		}
+		if err := c.Create(ctx, mc); err != nil {
+			return fmt.Errorf("creating Memcached %s: %w", mc.Name, err)
+		}
+		return nil
+	})
+}
+
+// resizeFleets patches spec.size of every fleet.
+func resizeFleets(ctx context.Context, c client.Client, ns string, n int, size int32) error {
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: fleetName(i), Namespace: ns}}
+		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"size":%d}}`, size))
+		if err := c.Patch(ctx, mc, patch); err != nil {
+			return fmt.Errorf("resizing Memcached %s: %w", mc.Name, err)
+		}
+		return nil
+	})
+}
+
+// watcher keeps the bench's own view of one namespace (Memcacheds and pod
+// metadata) in an informer cache, so waiting on thousands of fleets costs
+// no list requests.
+type watcher struct {
+	ns    string
+	cache cache.Cache
+	stop  context.CancelFunc
+}
+
+func newWatcher(ctx context.Context, s *clusterState, ns string) (*watcher, error) {
+	cfg, err := restConfig(s, userAdmin)
+	if err != nil {
+		return nil, err
+	}
+	cch, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watcher{ns: ns, cache: cch, stop: cancel}
+	if _, err := cch.GetInformer(ctx, &cachev1alpha1.Memcached{}); err != nil {
+		cancel()
+		return nil, err
+	}
+	if _, err := cch.GetInformer(ctx, podMeta()); err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() { _ = cch.Start(ctx) }()
+	if !cch.WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("bench cache of %s did not sync", ns)
+	}
+	return w, nil
+}
+
+func podMeta() *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{}
+	p.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return p
+}
+
+// livePods maps each fleet to the names of its pods that are not being deleted.
+func (w *watcher) livePods(ctx context.Context) (map[string][]string, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := w.cache.List(ctx, pods, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			inst := p.Labels[memcached.LabelInstance]
+			out[inst] = append(out[inst], p.Name)
+		}
+	}
+	return out, nil
+}
+
+// fleetReady is the bench's definition of a converged fleet: its spec asks
+// for size pods (so a cache that has not yet seen the user's patch never
+// passes for the old spec), the status describes the current generation,
+// Available is True for it, and status.nodes names size pods. With pods,
+// status.nodes must also equal the fleet's live pods (after churn, the
+// replacements).
+func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
+	if ptr.Deref(mc.Spec.Size, 1) != size || mc.Status.ObservedGeneration != mc.Generation || int32(len(mc.Status.Nodes)) != size || mc.Status.ReadyReplicas != size {
+		return false
+	}
+	c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != mc.Generation {
+		return false
+	}
+	if pods == nil {
+		return true
+	}
+	live := slices.Clone(pods)
+	sort.Strings(live)
+	return slices.Equal(live, mc.Status.Nodes)
+}
+
+// waitConverged polls the bench's cache every 100 ms until n fleets are
+// ready and returns when each became so, relative to t0 (sorted).
+func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) ([]time.Duration, error) {
+	doneAt := map[string]time.Duration{}
+	var last int
+	lastLog := time.Now()
+	err := pollFor(ctx, fmt.Sprintf("%d fleets in %s converged", n, w.ns), timeout, func(ctx context.Context) (bool, error) {
+		list := &cachev1alpha1.MemcachedList{}
+		if err := w.cache.List(ctx, list, client.InNamespace(w.ns)); err != nil {
+			return false, err
+		}
+		var pods map[string][]string
+		if withPods {
+			var err error
+			if pods, err = w.livePods(ctx); err != nil {
+				return false, err
+			}
+		}
+		now := time.Since(t0)
+		for i := range list.Items {
+			mc := &list.Items[i]
+			if _, ok := doneAt[mc.Name]; ok {
+				continue
+			}
+			var p []string
+			if withPods {
+				p = pods[mc.Name]
+				if p == nil {
+					p = []string{}
+				}
+			}
+			if fleetReady(mc, size, p) {
+				doneAt[mc.Name] = now
+			}
+		}
+		if len(doneAt) != last && time.Since(lastLog) > 5*time.Second {
+			logf("  %s: %d/%d fleets ready after %s", w.ns, len(doneAt), n, now.Round(time.Second))
+			last, lastLog = len(doneAt), time.Now()
+		}
+		return len(doneAt) >= n, nil
+	})
+	times := make([]time.Duration, 0, len(doneAt))
+	for _, d := range doneAt {
+		times = append(times, d)
+	}
+	slices.Sort(times)
+	return times, err
+}
+
+// statuses are the fleets' statuses as JSON, by name.
+func (w *watcher) statuses(ctx context.Context) (map[string]string, error) {
+	list := &cachev1alpha1.MemcachedList{}
+	if err := w.cache.List(ctx, list, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		data, err := json.Marshal(list.Items[i].Status)
+		if err != nil {
+			return nil, err
+		}
+		out[list.Items[i].Name] = string(data)
+	}
+	return out, nil
+}
+
+// statusChanges describes, for each fleet whose status differs, the
+// conditions and counts before and after.
+func statusChanges(before, after map[string]string) []string {
+	var out []string
+	for name, b := range before {
+		if a, ok := after[name]; ok && a != b {
+			out = append(out, fmt.Sprintf("%s: %s → %s", name, b, a))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+// referenceFieldOwner is the reference's server-side apply field manager.
+const referenceFieldOwner = "bench-reference"
+
+// reference is the physical limit the operator is compared with: a client
+// that makes exactly the writes a fleet needs and nothing else. For a new
+// fleet it applies the operator's own Deployment, Service and
+// PodDisruptionBudget (same builders, same objects), then writes the status
+// once, when the Deployment is rolled out and every pod is known; after a
+// spec change, one Deployment apply and one status write. It reads through
+// informers like the operator and works with the same number of workers.
+type reference struct {
+	c       client.Client
+	cache   cache.Cache
+	ns      string
+	workers int
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// applied and reported are, per fleet, the generation whose objects
+	// were written and whose final status was written.
+	applied, reported map[string]int64
+	errs              []error
+}
+
+func startReference(ctx context.Context, s *clusterState, ns string, workers int) (*reference, error) {
+	cfg, err := restConfig(s, userReference)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	cch, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		return nil, err
+	}
+	r := &reference{
+		c: c, cache: cch, ns: ns, workers: workers,
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		applied: map[string]int64{}, reported: map[string]int64{},
+	}
+	enqueue := func(name string) {
+		if name != "" {
+			r.queue.Add(name)
+		}
+	}
+	handlers := map[client.Object]func(obj any) string{
+		&cachev1alpha1.Memcached{}: func(obj any) string { return nameOf(obj) },
+		&appsv1.Deployment{}:       func(obj any) string { return nameOf(obj) },
+		podMeta(): func(obj any) string {
+			if m, ok := obj.(metav1.Object); ok {
+				return m.GetLabels()[memcached.LabelInstance]
+			}
+			return ""
+		},
+	}
+	for obj, key := range handlers {
+		inf, err := cch.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(eventFuncs(func(o any) { enqueue(key(o)) })); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = cch.Start(ctx) }()
+	if !cch.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("reference cache did not sync")
+	}
+	for range workers {
+		go r.work(ctx)
+	}
+	go func() { <-ctx.Done(); r.queue.ShutDown() }()
+	return r, nil
+}
+
+func nameOf(obj any) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetName()
+	}
+	return ""
+}
+
+func (r *reference) work(ctx context.Context) {
+	for {
+		key, shutdown := r.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := r.sync(ctx, key); err != nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, err)
+			r.mu.Unlock()
+			r.queue.AddRateLimited(key)
+		} else {
+			r.queue.Forget(key)
+		}
+		r.queue.Done(key)
+	}
+}
+
+func (r *reference) sync(ctx context.Context, name string) error {
+	key := types.NamespacedName{Namespace: r.ns, Name: name}
+	mc := &cachev1alpha1.Memcached{}
+	if err := r.cache.Get(ctx, key, mc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	spec := *policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:1.6"})
+	r.mu.Lock()
+	applied, reported := r.applied[name], r.reported[name]
+	r.mu.Unlock()
+	if applied < mc.Generation {
+		if err := r.c.Apply(ctx, memcached.BuildDeployment(mc, &spec), client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("reference: applying Deployment %s: %w", name, err)
+		}
+		if applied == 0 {
+			if err := r.c.Apply(ctx, memcached.BuildService(mc, &spec), client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
+				return fmt.Errorf("reference: applying Service %s: %w", name, err)
+			}
+			if pdb := memcached.BuildPodDisruptionBudget(mc, &spec); pdb != nil {
+				if err := r.c.Apply(ctx, pdb, client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
+					return fmt.Errorf("reference: applying PodDisruptionBudget %s: %w", name, err)
+				}
+			}
+		}
+		r.mu.Lock()
+		r.applied[name] = mc.Generation
+		r.mu.Unlock()
+	}
+	if reported >= mc.Generation {
+		return nil
+	}
+	dep := &appsv1.Deployment{}
+	if err := r.cache.Get(ctx, key, dep); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	desired := ptr.Deref(spec.Size, 0)
+	ds := dep.Status
+	if ds.ObservedGeneration < dep.Generation || ptr.Deref(dep.Spec.Replicas, -1) != desired ||
+		ds.UpdatedReplicas != desired || ds.Replicas != desired || ds.AvailableReplicas != desired {
+		return nil // not rolled out: a later Deployment event brings the fleet back
+	}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.cache.List(ctx, pods, client.InNamespace(r.ns), client.MatchingLabels{memcached.LabelInstance: name}); err != nil {
+		return err
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			names = append(names, p.Name)
+		}
+	}
+	if int32(len(names)) != desired {
+		return nil // the pod cache lags the Deployment's: a pod event brings it back
+	}
+	updated := mc.DeepCopy()
+	memcached.ComputeStatus(updated, memcached.Observation{Spec: &spec, Deployment: dep, Nodes: names, NodesObserved: true})
+	if err := r.c.Status().Patch(ctx, updated, client.MergeFrom(mc)); err != nil {
+		return fmt.Errorf("reference: writing status of %s: %w", name, err)
+	}
+	r.mu.Lock()
+	r.reported[name] = mc.Generation
+	r.mu.Unlock()
+	return nil
+}
+
+// errors returns the errors the reference met (retried; reported at the end).
+func (r *reference) errors() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.errs...)
+}
+
+// eventFuncs calls f on every add, update and delete.
+func eventFuncs(f func(obj any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { f(obj) },
+		UpdateFunc: func(_, obj any) { f(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			f(obj)
+		},
+	}
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// results is results.json.
+type results struct {
+	Machine   string    `json:"machine"`
+	StartedAt time.Time `json:"startedAt"`
+	// WallSeconds is the whole `bench run`.
+	WallSeconds float64 `json:"wallSeconds"`
+	// LoadAverage is /proc/loadavg at the start and at the end: the bench
+	// shares the machine with whatever else runs on it.
+	LoadAverage []string `json:"loadAverage"`
+	Config      struct {
+		N, Size, ResizeTo, Workers, Nodes int
+		Idle                              string
+		ChurnRounds                       int
+		ChurnFraction                     float64
+		CI                                bool
+		KwokPodReady                      string
+		OperatorClientQPS                 string
+	} `json:"config"`
+	Reference       *pairResult       `json:"reference,omitempty"`
+	Operator        *pairResult       `json:"operator,omitempty"`
+	OperatorProcess *procStats        `json:"operatorProcessAfterConverge,omitempty"`
+	Idle            *idleResult       `json:"idle,omitempty"`
+	Churn           []churnResult     `json:"churn,omitempty"`
+	Restart         *restartResult    `json:"restart,omitempty"`
+	Admission       []admissionResult `json:"admission,omitempty"`
+	Sweep           []sweepPoint      `json:"sweep,omitempty"`
+	Targets         []target          `json:"targets"`
+}
+
+func newResults(f runFlags, s *clusterState) *results {
+	r := &results{Machine: machine(), StartedAt: time.Now().UTC(), LoadAverage: []string{loadAvg()}}
+	c := &r.Config
+	c.N, c.Size, c.ResizeTo, c.Workers, c.Nodes = f.n, f.size, f.resizeTo, f.workers, s.Nodes
+	c.Idle, c.ChurnRounds, c.ChurnFraction, c.CI = f.idle.String(), f.churnRounds, f.churnFraction, f.ci
+	c.KwokPodReady = "1.0-1.2 s after scheduling (kwok stage pod-ready with delay)"
+	c.OperatorClientQPS = "no client-side limit (controller-runtime default QPS -1; the operator has no QPS/burst flags)"
+	return r
+}
+
+// pairResult is one client's converge (and resize) of N fleets.
+type pairResult struct {
+	N               int          `json:"n"`
+	Workers         int          `json:"workers"`
+	Converge        *phaseResult `json:"converge,omitempty"`
+	Resize          *phaseResult `json:"resize,omitempty"`
+	ReferenceErrors int          `json:"referenceErrors,omitempty"`
+}
+
+// phaseResult is one timed phase: from the user's first request until the
+// last fleet is ready.
+type phaseResult struct {
+	Seconds           float64 `json:"seconds"`
+	UserActionSeconds float64 `json:"userActionSeconds"`
+	FleetP50Seconds   float64 `json:"fleetP50Seconds"`
+	FleetP99Seconds   float64 `json:"fleetP99Seconds"`
+	Fleets            int     `json:"fleets"`
+	Converged         int     `json:"converged"`
+	// ReadyAt are the seconds after t0 at which each fleet became ready, sorted.
+	ReadyAt                  []float64     `json:"readyAt,omitempty"`
+	Requests                 requestCounts `json:"requests"`
+	WritesPerFleet           float64       `json:"writesPerFleet"`
+	WritesPerFleetExclEvents float64       `json:"writesPerFleetExclEvents"`
+	CPUSeconds               float64       `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerFleet       float64       `json:"cpuSecondsPerFleet,omitempty"`
+	PeakRSSMiB               float64       `json:"peakRssMiB,omitempty"`
+}
+
+type idleResult struct {
+	// StatusChanged counts the fleets whose status differs between the start
+	// and the end of the window; the examples show before → after.
+	StatusChanged        int           `json:"statusChanged"`
+	StatusChangeExamples []string      `json:"statusChangeExamples,omitempty"`
+	Seconds              float64       `json:"seconds"`
+	ResyncSeconds        float64       `json:"resyncSeconds"`
+	Reconciles           int           `json:"reconciles"`
+	Requests             requestCounts `json:"requests"`
+	CPUSeconds           float64       `json:"cpuSeconds"`
+}
+
+type churnResult struct {
+	Round                            int           `json:"round"`
+	PodsDeleted                      int           `json:"podsDeleted"`
+	FleetsAffected                   int           `json:"fleetsAffected"`
+	Seconds                          float64       `json:"seconds"`
+	Requests                         requestCounts `json:"requests"`
+	WritesPerRepairedFleet           float64       `json:"writesPerRepairedFleet"`
+	WritesPerRepairedFleetExclEvents float64       `json:"writesPerRepairedFleetExclEvents"`
+}
+
+type restartResult struct {
+	ReadySeconds      float64       `json:"readySeconds"`
+	AllCheckedSeconds float64       `json:"allCheckedSeconds"`
+	Reconciles        int           `json:"reconciles"`
+	Requests          requestCounts `json:"requests"`
+	PeakRSSMiB        float64       `json:"peakRssMiB"`
+	CPUSeconds        float64       `json:"cpuSeconds"`
+}
+
+type sweepPoint struct {
+	// Sweep is "workers" or "n": the curve the point belongs to.
+	Sweep                  string  `json:"sweep"`
+	N                      int     `json:"n"`
+	Workers                int     `json:"workers"`
+	OperatorSeconds        float64 `json:"operatorSeconds"`
+	ReferenceSeconds       float64 `json:"referenceSeconds"`
+	OperatorWritesPerFleet float64 `json:"operatorWritesPerFleet"`
+	OperatorPeakRSSMiB     float64 `json:"operatorPeakRssMiB"`
+}
+
+// target is one line of the issue's targets. Met is nil for figures that
+// are only reported, and for every timing in CI mode.
+type target struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Limit string `json:"limit"`
+	Met   *bool  `json:"met,omitempty"`
+	// Correctness marks the checks the CI-sized run enforces.
+	Correctness bool   `json:"correctness,omitempty"`
+	Note        string `json:"note,omitempty"`
+}
+
+func check(ok bool) *bool { return &ok }
+
+// evaluate fills Targets from the measurements.
+func (r *results) evaluate() {
+	r.Targets = nil
+	add := func(t target) { r.Targets = append(r.Targets, t) }
+	atN := fmt.Sprintf("at N=%d", r.Config.N)
+	timing := func(ok bool) *bool {
+		if r.Config.CI {
+			return nil
+		}
+		return check(ok)
+	}
+	if r.Operator != nil && r.Operator.Converge != nil {
+		op := r.Operator.Converge
+		add(target{Name: "every fleet converges (operator)", Value: fmt.Sprintf("%d/%d", op.Converged, op.Fleets),
+			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
+		if r.Reference != nil && r.Reference.Converge != nil {
+			ref := r.Reference.Converge
+			ratio := op.Seconds / ref.Seconds
+			add(target{Name: "converge time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
+				Limit: "≤ 1.25", Met: timing(ratio <= 1.25)})
+		}
+		add(target{Name: "writes per fleet, converge (applies + status)", Value: fmt.Sprintf("%.2f", op.WritesPerFleetExclEvents),
+			Limit: "≤ 5", Met: check(op.WritesPerFleetExclEvents <= 5),
+			Note: fmt.Sprintf("%.2f with events; reference %s", op.WritesPerFleet, refWrites(r.Reference, true))})
+		rssNote := ""
+		if p := r.OperatorProcess; p != nil {
+			rssNote = fmt.Sprintf("after converge: RSS %.1f MiB = %.1f anonymous (heap, stacks) + %.1f file (binary)", p.RSSMiB, p.RSSAnonMiB, p.RSSFileMiB)
+		}
+		add(target{Name: "peak RSS " + atN + fmt.Sprintf(" (%d pods)", r.Config.N*r.Config.Size), Value: fmt.Sprintf("%.1f MiB", op.PeakRSSMiB),
+			Limit: "≤ 64 MiB at N=1000", Met: timing(op.PeakRSSMiB <= 64), Note: rssNote})
+		add(target{Name: "CPU seconds per fleet, converge", Value: fmt.Sprintf("%.4f (%.1fs total)", op.CPUSecondsPerFleet, op.CPUSeconds), Limit: "reported"})
+	}
+	if r.Operator != nil && r.Operator.Resize != nil {
+		op := r.Operator.Resize
+		add(target{Name: "every fleet resized (operator)", Value: fmt.Sprintf("%d/%d", op.Converged, op.Fleets),
+			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
+		if r.Reference != nil && r.Reference.Resize != nil {
+			ref := r.Reference.Resize
+			ratio := op.Seconds / ref.Seconds
+			add(target{Name: "resize time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
+				Limit: "≤ 1.25", Met: timing(ratio <= 1.25),
+				Note: fmt.Sprintf("writes/fleet %.2f (%.2f with events); reference %s", op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false))})
+		}
+	}
+	if r.Idle != nil {
+		add(target{Name: "idle writes (forced resync of every fleet)", Value: fmt.Sprintf("%d in %.0fs, %d reconciles", r.Idle.Requests.Writes, r.Idle.Seconds, r.Idle.Reconciles),
+			Limit: "0", Met: check(r.Idle.Requests.Writes == 0), Correctness: true,
+			Note: fmt.Sprintf("%s; %d fleets changed status", r.Idle.Requests, r.Idle.StatusChanged)})
+	}
+	for _, c := range r.Churn {
+		add(target{Name: fmt.Sprintf("churn round %d: %d pods of %d fleets", c.Round, c.PodsDeleted, c.FleetsAffected),
+			Value: fmt.Sprintf("restored in %.1fs, %.2f writes/repaired fleet (%.2f excl. events)", c.Seconds, c.WritesPerRepairedFleet, c.WritesPerRepairedFleetExclEvents),
+			Limit: "reported"})
+	}
+	if r.Restart != nil {
+		add(target{Name: "restart: time to every fleet checked " + atN, Value: fmt.Sprintf("%.2fs (ready %.2fs)", r.Restart.AllCheckedSeconds, r.Restart.ReadySeconds), Limit: "reported"})
+		add(target{Name: "restart writes", Value: fmt.Sprint(r.Restart.Requests.Writes), Limit: "0",
+			Met: check(r.Restart.Requests.Writes == 0), Correctness: true})
+	}
+	for _, a := range r.Admission {
+		if a.Rate == 200 && a.Path == pathDirect {
+			add(target{Name: "admission p99 at 200/s, webhook endpoint", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "≤ 5 ms", Met: timing(a.P99Ms <= 5)})
+		}
+		if a.Rate == 200 && a.Path == pathDryRun {
+			add(target{Name: "admission p99 at 200/s, dry-run create via API server", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "reported",
+				Note: "end to end: API server, mutating and validating webhook calls; API server's histogram: " + histNote(a.APIServerWebhookCalls)})
+		}
+		if a.Rate >= 1000 {
+			add(target{Name: fmt.Sprintf("admission errors at %d/s, %s", a.Rate, a.Path), Value: fmt.Sprintf("%d of %d", a.Errors, a.Requests),
+				Limit: "0", Met: check(a.Errors == 0), Correctness: true})
+		}
+	}
+}
+
+func refWrites(ref *pairResult, converge bool) string {
+	if ref == nil {
+		return "n/a"
+	}
+	p := ref.Resize
+	if converge {
+		p = ref.Converge
+	}
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", p.WritesPerFleet)
+}
+
+// failedChecks lists the targets not met; in CI mode only the correctness
+// checks count.
+func (r *results) failedChecks(ci bool) []string {
+	var out []string
+	for _, t := range r.Targets {
+		if t.Met != nil && !*t.Met && (!ci || t.Correctness) {
+			out = append(out, t.Name+": "+t.Value)
+		}
+	}
+	return out
+}
+
+// table is the summary printed on stdout (and pasted in docs/benchmarks.md).
+func (r *results) table() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes; %s; load average at start/end %s\n\n",
+		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, r.Machine, strings.Join(r.LoadAverage, " / "))
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "| measure\t| value\t| target\t| met\t|")
+	_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|")
+	for _, t := range r.Targets {
+		met := "–"
+		if t.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*t.Met]
+		}
+		v := t.Value
+		if t.Note != "" {
+			v += " (" + t.Note + ")"
+		}
+		_, _ = fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t|\n", t.Name, v, t.Limit, met)
+	}
+	_ = tw.Flush()
+	if len(r.Admission) > 0 {
+		sb.WriteString("\n")
+		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+		_, _ = fmt.Fprintln(tw, "| admission path\t| rate/s\t| achieved/s\t| requests\t| errors\t| p50 ms\t| p95 ms\t| p99 ms\t| max ms\t|")
+		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+		for _, a := range r.Admission {
+			_, _ = fmt.Fprintf(tw, "| %s\t| %d\t| %.0f\t| %d\t| %d\t| %.2f\t| %.2f\t| %.2f\t| %.2f\t|\n",
+				a.Path, a.Rate, a.AchievedRate, a.Requests, a.Errors, a.P50Ms, a.P95Ms, a.P99Ms, a.MaxMs)
+		}
+		_ = tw.Flush()
+	}
+	if len(r.Sweep) > 0 {
+		sb.WriteString("\n")
+		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+		_, _ = fmt.Fprintln(tw, "| N\t| workers\t| operator s\t| reference s\t| ratio\t| writes/fleet\t| peak RSS MiB\t|")
+		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+		for _, p := range r.Sweep {
+			_, _ = fmt.Fprintf(tw, "| %d\t| %d\t| %.1f\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", p.N, p.Workers, p.OperatorSeconds,
+				p.ReferenceSeconds, p.OperatorSeconds/p.ReferenceSeconds, p.OperatorWritesPerFleet, p.OperatorPeakRSSMiB)
+		}
+		_ = tw.Flush()
+	}
+	return sb.String()
+}
+
+// report evaluates the targets and writes the table, results.json and plots.
+func (b *bench) report() error {
+	r := b.res
+	r.WallSeconds = time.Since(b.wallT0).Seconds()
+	r.LoadAverage = append(r.LoadAverage[:1], loadAvg())
+	r.evaluate()
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.out, "results.json"), data, 0o644); err != nil {
+		return err
+	}
+	table := r.table()
+	if err := os.WriteFile(filepath.Join(b.out, "results.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Print("\n" + table)
+	if err := plots(r, b.out); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	logf("results: %s, %s, plots in %s (bench run took %s)", filepath.Join(b.out, "results.json"),
+		filepath.Join(b.out, "results.md"), b.out, time.Duration(r.WallSeconds*float64(time.Second)).Round(time.Second))
+	return nil
+}
+
+func histNote(m map[string]string) string {
+	if len(m) == 0 {
+		return "n/a"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, strings.SplitN(k, ".", 2)[0]+" "+m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}

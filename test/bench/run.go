@@ -1,0 +1,616 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// runFlags are the knobs of `bench run` (the Makefile's BENCH_* variables).
+type runFlags struct {
+	commonFlags
+	n, workers, size, resizeTo int
+	idle                       time.Duration
+	churnRounds                int
+	churnFraction              float64
+	admissionRates             string
+	admissionDuration          time.Duration
+	sweepWorkers, sweepN       string
+	ci                         bool
+	operatorBin                string
+	profileSeconds             int
+}
+
+func cmdRun(ctx context.Context, args []string) error {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	f.register(fs)
+	fs.IntVar(&f.n, "n", 100, "Memcached fleets.")
+	fs.IntVar(&f.workers, "workers", 4, "The operator's --max-concurrent-reconciles, and the reference's workers.")
+	fs.IntVar(&f.size, "size", 3, "Pods per fleet.")
+	fs.IntVar(&f.resizeTo, "resize-to", 5, "Pods per fleet after the resize.")
+	fs.DurationVar(&f.idle, "idle", 10*time.Minute, "Length of the idle window (after a forced resync).")
+	fs.IntVar(&f.churnRounds, "churn-rounds", 3, "Rounds of pod deletion.")
+	fs.Float64Var(&f.churnFraction, "churn-fraction", 0.1, "Share of the pods deleted per churn round.")
+	fs.StringVar(&f.admissionRates, "admission-rates", "50,200,1000", "Admission request rates (per second), comma-separated; empty skips the scenario.")
+	fs.DurationVar(&f.admissionDuration, "admission-duration", 5*time.Second, "Length of each admission rate step.")
+	fs.StringVar(&f.sweepWorkers, "sweep-workers", "", "Worker counts for the converge-vs-workers curve (at -n), e.g. 1,2,4,8,16.")
+	fs.StringVar(&f.sweepN, "sweep-n", "", "Fleet counts for the converge-vs-N curve (at -workers), e.g. 50,100,200.")
+	fs.BoolVar(&f.ci, "ci", false, "Check the bench's own correctness (every fleet converges, 0 idle and restart writes, 0 admission errors); report times without judging them.")
+	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
+	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
+	_ = fs.Parse(args)
+	if f.operatorBin == "" {
+		f.operatorBin = filepath.Join(f.binDir, "memcached-operator")
+	}
+	b, err := newBench(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.op.stop() }()
+	runErr := b.run(ctx)
+	if err := b.report(); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if failed := b.res.failedChecks(f.ci); len(failed) > 0 {
+		return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// bench is one `bench run`.
+type bench struct {
+	f      runFlags
+	s      *clusterState
+	out    string
+	admin  client.Client
+	audit  *auditReader
+	op     *operatorProc
+	res    *results
+	wallT0 time.Time
+	// opConfig is "namespace/workers" of the running operator.
+	opConfig string
+	// watch is the bench's view of the operator's namespace.
+	watch *watcher
+	// sweepOp is the last sweep point's operator converge.
+	sweepOp *phaseResult
+}
+
+func newBench(ctx context.Context, f runFlags) (*bench, error) {
+	out, err := filepath.Abs(f.out)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadState(filepath.Join(out, "cluster"))
+	if err != nil || !s.alive() {
+		return nil, fmt.Errorf("no bench cluster running in %s (make bench-cluster-up): %w", filepath.Join(out, "cluster"), err)
+	}
+	admin, err := newClient(s, userAdmin, 0)
+	if err != nil {
+		return nil, err
+	}
+	marker, err := newClient(s, userMarker, 0)
+	if err != nil {
+		return nil, err
+	}
+	op, err := newOperatorProc(s, f.operatorBin, filepath.Join(out, "operator"))
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{f: f, s: s, out: out, admin: admin, op: op, wallT0: time.Now(),
+		audit: &auditReader{path: s.auditLog(), marker: marker},
+		res:   newResults(f, s)}
+	repo, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if err := installCRD(ctx, admin, repo); err != nil {
+		return nil, err
+	}
+	if err := op.installWebhooks(ctx, admin); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// timeout of a converge or resize of n fleets: generous; a bench that hangs
+// is a failure to report, not to wait for.
+func convergeTimeout(n int) time.Duration {
+	return 3*time.Minute + time.Duration(n)*600*time.Millisecond
+}
+
+func (b *bench) run(ctx context.Context) error {
+	f := b.f
+	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
+
+	// The reference first, then the operator, on the same control plane;
+	// each in its own namespace, deleted before the next starts.
+	ref, err := b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
+	b.res.Reference = ref
+	if err != nil {
+		return err
+	}
+	const ns = "bench-op"
+	if err := b.operatorConverge(ctx, ns, f.n, f.workers, true); err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		run  func(context.Context, string) error
+	}{
+		{"resize", b.operatorResize},
+		{"idle", b.idle},
+		{"churn", b.churn},
+		{"restart", b.restart},
+		{"admission", b.admission},
+	}
+	for _, st := range steps {
+		if err := st.run(ctx, ns); err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+	}
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	if err := deleteNamespace(ctx, b.admin, ns, convergeTimeout(f.n)); err != nil {
+		return err
+	}
+	return b.sweeps(ctx)
+}
+
+// referenceRun converges n fleets with the reference client (and, when
+// resize, resizes them), then deletes the namespace.
+func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, resize bool) (*pairResult, error) {
+	// The operator serves the webhooks every Memcached write goes through;
+	// it watches another namespace meanwhile.
+	if err := b.ensureOperator(ctx, "bench-op", b.f.workers); err != nil {
+		return nil, err
+	}
+	if err := createNamespace(ctx, b.admin, ns); err != nil {
+		return nil, err
+	}
+	refCtx, stopRef := context.WithCancel(ctx)
+	defer stopRef()
+	ref, err := startReference(refCtx, b.s, ns, workers)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWatcher(refCtx, b.s, ns)
+	if err != nil {
+		return nil, err
+	}
+	res := &pairResult{N: n, Workers: workers}
+	logf("reference: converge N=%d workers=%d", n, workers)
+	res.Converge, err = b.timedPhase(ctx, w, userReference, n, b.f.size, false, func(ctx context.Context) error {
+		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
+	})
+	if err != nil {
+		return res, fmt.Errorf("reference converge: %w", err)
+	}
+	if resize {
+		logf("reference: resize %d → %d", b.f.size, b.f.resizeTo)
+		res.Resize, err = b.timedPhase(ctx, w, userReference, n, b.f.resizeTo, false, func(ctx context.Context) error {
+			return resizeFleets(ctx, b.admin, ns, n, int32(b.f.resizeTo))
+		})
+		if err != nil {
+			return res, fmt.Errorf("reference resize: %w", err)
+		}
+	}
+	if errs := ref.errors(); len(errs) > 0 {
+		logf("reference met %d errors (retried), first: %v", len(errs), errs[0])
+		res.ReferenceErrors = len(errs)
+	}
+	stopRef()
+	t := time.Now()
+	if err := deleteNamespace(ctx, b.admin, ns, convergeTimeout(n)); err != nil {
+		return res, err
+	}
+	logf("reference: namespace %s deleted in %s", ns, time.Since(t).Round(100*time.Millisecond))
+	return res, nil
+}
+
+// ensureOperator runs the operator on ns with workers, restarting it if it
+// runs with other settings.
+func (b *bench) ensureOperator(ctx context.Context, ns string, workers int) error {
+	want := fmt.Sprintf("%s/%d", ns, workers)
+	if b.op.cmd != nil && b.opConfig == want {
+		return nil
+	}
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	b.opConfig = want
+	return b.op.start(ctx, ns, workers)
+}
+
+// timedPhase runs act (the user's action) at t0, waits until n fleets are
+// ready, and counts user's requests from t0 to then.
+func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, size int, withPods bool, act func(context.Context) error) (*phaseResult, error) {
+	if err := b.audit.skip(ctx); err != nil {
+		return nil, err
+	}
+	var before procStats
+	if user == userOperator {
+		before, _ = b.op.stats()
+	}
+	t0 := time.Now()
+	if err := act(ctx); err != nil {
+		return nil, err
+	}
+	actDone := time.Since(t0)
+	times, err := w.waitConverged(ctx, n, int32(size), t0, withPods, convergeTimeout(n))
+	elapsed := time.Since(t0)
+	counts, cerr := b.audit.window(ctx, user)
+	if cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	p := &phaseResult{
+		Seconds: elapsed.Seconds(), UserActionSeconds: actDone.Seconds(), Fleets: n, Converged: len(times),
+		Requests: counts, WritesPerFleet: float64(counts.Writes) / float64(n),
+		WritesPerFleetExclEvents: float64(counts.WritesExclEvents) / float64(n),
+	}
+	if len(times) > 0 {
+		p.FleetP50Seconds = times[len(times)/2].Seconds()
+		p.FleetP99Seconds = times[min(len(times)-1, len(times)*99/100)].Seconds()
+		p.Seconds = times[len(times)-1].Seconds()
+		for _, t := range times {
+			p.ReadyAt = append(p.ReadyAt, round3(t.Seconds()))
+		}
+	}
+	if user == userOperator {
+		after, _ := b.op.stats()
+		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
+		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
+		p.PeakRSSMiB = after.PeakRSSMiB
+	}
+	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs), %d writes (%.2f/fleet; %s)",
+		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, counts.Writes, p.WritesPerFleet, counts)
+	return p, err
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// operatorConverge starts a fresh operator on ns and converges n fleets.
+func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int, main bool) error {
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	b.opConfig = ""
+	if err := createNamespace(ctx, b.admin, ns); err != nil {
+		return err
+	}
+	if err := b.ensureOperator(ctx, ns, workers); err != nil {
+		return err
+	}
+	w, err := newWatcher(ctx, b.s, ns)
+	if err != nil {
+		return err
+	}
+	if b.watch != nil {
+		b.watch.stop()
+	}
+	b.watch = w
+	if main && b.f.profileSeconds > 0 {
+		go func() {
+			file := filepath.Join(b.out, "profiles", "converge-cpu.pprof")
+			_ = os.MkdirAll(filepath.Dir(file), 0o755)
+			if err := b.op.profile(ctx, "profile", b.f.profileSeconds, file); err != nil {
+				logf("CPU profile: %v", err)
+			}
+		}()
+	}
+	logf("operator: converge N=%d workers=%d", n, workers)
+	p, err := b.timedPhase(ctx, w, userOperator, n, b.f.size, false, func(ctx context.Context) error {
+		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
+	})
+	if main {
+		b.res.Operator = &pairResult{N: n, Workers: workers, Converge: p}
+		if st, serr := b.op.stats(); serr == nil {
+			b.res.OperatorProcess = &st
+		}
+		file := filepath.Join(b.out, "profiles", "converged-heap.pprof")
+		_ = os.MkdirAll(filepath.Dir(file), 0o755)
+		if perr := b.op.profile(ctx, "heap", 0, file); perr != nil {
+			logf("heap profile: %v", perr)
+		}
+	} else {
+		b.sweepOp = p
+	}
+	if err != nil {
+		return fmt.Errorf("operator converge: %w", err)
+	}
+	return nil
+}
+
+func (b *bench) operatorResize(ctx context.Context, ns string) error {
+	logf("operator: resize %d → %d", b.f.size, b.f.resizeTo)
+	p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
+		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
+	})
+	b.res.Operator.Resize = p
+	return err
+}
+
+// reconciled waits until the operator has run at least want more reconciles
+// than before and its queue is empty with no worker busy: every fleet enqueued
+// by then was checked.
+func (b *bench) reconciled(ctx context.Context, before float64, want int, timeout time.Duration) (float64, error) {
+	var total float64
+	err := pollFor(ctx, "operator reconciles", timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		if total, err = b.op.metric(ctx, "controller_runtime_reconcile_total", `controller="memcached"`); err != nil {
+			return false, nil //nolint:nilerr // the metrics endpoint may not serve yet after a start
+		}
+		depth, err := b.op.metric(ctx, "workqueue_depth", `name="memcached"`)
+		if err != nil {
+			return false, nil //nolint:nilerr // as above
+		}
+		active, err := b.op.metric(ctx, "controller_runtime_active_workers", `controller="memcached"`)
+		if err != nil {
+			return false, nil //nolint:nilerr // as above
+		}
+		return total-before >= float64(want) && depth == 0 && active == 0, nil
+	})
+	return total - before, err
+}
+
+// idle forces a reconcile of every fleet (an annotation on each owned
+// Service, which the operator watches), then stays idle for the rest of the
+// window; the operator must write nothing. Not the Deployments: an
+// annotation there bumps the Deployment's metadata.generation (the API
+// server's Deployment strategy counts annotation changes), which is a change
+// the operator rightly reacts to rather than a resync.
+func (b *bench) idle(ctx context.Context, ns string) error {
+	logf("operator: idle %s with a forced resync of every fleet", b.f.idle)
+	// Start from a quiet operator: nothing queued, no worker busy, so the
+	// window does not count the tail of the resize.
+	if _, err := b.reconciled(ctx, 0, 0, time.Minute); err != nil {
+		return err
+	}
+	if err := b.audit.skip(ctx); err != nil {
+		return err
+	}
+	before, err := b.op.metric(ctx, "controller_runtime_reconcile_total", `controller="memcached"`)
+	if err != nil {
+		return err
+	}
+	cpu0, _ := b.op.stats()
+	before0, err := b.watch.statuses(ctx)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	stamp := t0.Format(time.RFC3339Nano)
+	if err := parallel(ctx, b.f.n, func(ctx context.Context, i int) error {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleetName(i)}}
+		patch := client.RawPatch("application/merge-patch+json",
+			fmt.Appendf(nil, `{"metadata":{"annotations":{"bench.cache.example.com/resync":%q}}}`, stamp))
+		return b.admin.Patch(ctx, svc, patch)
+	}); err != nil {
+		return err
+	}
+	recs, err := b.reconciled(ctx, before, b.f.n, convergeTimeout(b.f.n))
+	if err != nil {
+		return err
+	}
+	resync := time.Since(t0)
+	if rest := b.f.idle - resync; rest > 0 {
+		logf("  resync done in %s (%d reconciles); idle for %s more", resync.Round(time.Millisecond), int(recs), rest.Round(time.Second))
+		select { // the idle window is the scenario itself, not a wait for a condition
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(rest):
+		}
+	}
+	counts, err := b.audit.window(ctx, userOperator)
+	if err != nil {
+		return err
+	}
+	cpu1, _ := b.op.stats()
+	after, err := b.watch.statuses(ctx)
+	if err != nil {
+		return err
+	}
+	changed := statusChanges(before0, after)
+	for i, c := range changed {
+		if i == 3 {
+			logf("  … %d fleets in all changed status while idle", len(changed))
+			break
+		}
+		logf("  status changed while idle: %s", c)
+	}
+	b.res.Idle = &idleResult{
+		StatusChanged: len(changed), StatusChangeExamples: changed[:min(3, len(changed))],
+		Seconds: time.Since(t0).Seconds(), ResyncSeconds: resync.Seconds(), Reconciles: int(recs),
+		Requests: counts, CPUSeconds: cpu1.CPUSeconds - cpu0.CPUSeconds,
+	}
+	logf("  idle: %d writes, %d requests (%s)", counts.Writes, counts.Total, counts)
+	return nil
+}
+
+// churn deletes a share of the pods at random, round after round, and
+// times until every fleet reports its replacement pods again.
+func (b *bench) churn(ctx context.Context, ns string) error {
+	for round := range b.f.churnRounds {
+		pods, err := b.watch.livePods(ctx)
+		if err != nil {
+			return err
+		}
+		var all [][2]string
+		for inst, names := range pods {
+			for _, n := range names {
+				all = append(all, [2]string{inst, n})
+			}
+		}
+		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		victims := all[:max(1, int(float64(len(all))*b.f.churnFraction))]
+		fleets := map[string]bool{}
+		for _, v := range victims {
+			fleets[v[0]] = true
+		}
+		logf("operator: churn round %d: deleting %d of %d pods (%d fleets)", round+1, len(victims), len(all), len(fleets))
+		p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, true, func(ctx context.Context) error {
+			if err := parallel(ctx, len(victims), func(ctx context.Context, i int) error {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victims[i][1]}}
+				return client.IgnoreNotFound(b.admin.Delete(ctx, pod))
+			}); err != nil {
+				return err
+			}
+			// Judge readiness only once the bench's cache has seen the
+			// deletions, or the old status would count as repaired.
+			return pollFor(ctx, "bench cache sees the deletions", time.Minute, func(ctx context.Context) (bool, error) {
+				live, err := b.watch.livePods(ctx)
+				if err != nil {
+					return false, err
+				}
+				for _, v := range victims {
+					if slices.Contains(live[v[0]], v[1]) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+		})
+		if p != nil {
+			b.res.Churn = append(b.res.Churn, churnResult{
+				Round: round + 1, PodsDeleted: len(victims), FleetsAffected: len(fleets), Seconds: p.Seconds,
+				Requests: p.Requests, WritesPerRepairedFleet: float64(p.Requests.Writes) / float64(len(fleets)),
+				WritesPerRepairedFleetExclEvents: float64(p.Requests.WritesExclEvents) / float64(len(fleets)),
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restart stops the operator and times a cold start until every fleet was
+// checked; nothing drifted meanwhile, so it must write nothing.
+func (b *bench) restart(ctx context.Context, ns string) error {
+	logf("operator: restart with %d fleets", b.f.n)
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	if err := b.audit.skip(ctx); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := b.op.start(ctx, ns, b.f.workers); err != nil {
+		return err
+	}
+	ready := time.Since(t0)
+	recs, err := b.reconciled(ctx, 0, b.f.n, convergeTimeout(b.f.n))
+	if err != nil {
+		return err
+	}
+	checked := time.Since(t0)
+	counts, err := b.audit.window(ctx, userOperator)
+	if err != nil {
+		return err
+	}
+	st, _ := b.op.stats()
+	b.res.Restart = &restartResult{
+		ReadySeconds: ready.Seconds(), AllCheckedSeconds: checked.Seconds(), Reconciles: int(recs),
+		Requests: counts, PeakRSSMiB: st.PeakRSSMiB, CPUSeconds: st.CPUSeconds,
+	}
+	logf("  restart: ready in %.2fs, every fleet checked in %.2fs (%d reconciles), %d writes (%s)",
+		ready.Seconds(), checked.Seconds(), int(recs), counts.Writes, counts)
+	return nil
+}
+
+// sweeps draw converge time against workers and against N, operator and
+// reference alike, each point on a fresh namespace.
+func (b *bench) sweeps(ctx context.Context) error {
+	point := func(sweep string, n, workers int, tag string) error {
+		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false)
+		if err != nil {
+			return err
+		}
+		ns := "bench-sweep-op-" + tag
+		if err := b.operatorConverge(ctx, ns, n, workers, false); err != nil {
+			return err
+		}
+		b.res.Sweep = append(b.res.Sweep, sweepPoint{
+			Sweep: sweep, N: n, Workers: workers, OperatorSeconds: b.sweepOp.Seconds, ReferenceSeconds: ref.Converge.Seconds,
+			OperatorWritesPerFleet: b.sweepOp.WritesPerFleet, OperatorPeakRSSMiB: b.sweepOp.PeakRSSMiB,
+		})
+		if err := b.op.stop(); err != nil {
+			return err
+		}
+		return deleteNamespace(ctx, b.admin, ns, convergeTimeout(n))
+	}
+	ws, err := intList(b.f.sweepWorkers)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if err := point("workers", b.f.n, w, fmt.Sprintf("w%d", w)); err != nil {
+			return err
+		}
+	}
+	ns, err := intList(b.f.sweepN)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if err := point("n", n, b.f.workers, fmt.Sprintf("n%d", n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// machine names where the figures come from.
+func machine() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(string(data))
+		if len(f) > 1 {
+			kib, _ := strconv.ParseFloat(f[1], 64)
+			mem = fmt.Sprintf(", %.0f GiB RAM", kib/1024/1024)
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d CPUs (%s)%s, Linux %s, %s", runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), runtime.Version())
+}
