@@ -179,7 +179,8 @@ func (w *watcher) livePods(ctx context.Context) (map[string][]string, error) {
 // fleetReady is the bench's definition of a converged fleet: its spec asks
 // for size pods (so a cache that has not yet seen the user's patch never
 // passes for the old spec), the status describes the current generation,
-// Available is True for it, and status.nodes names size pods. With pods,
+// Ready (the rollout is complete) is True for it, and status.nodes names
+// size pods. With pods,
 // status.nodes must also equal the fleet's live pods (after churn, the
 // replacements).
 func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
