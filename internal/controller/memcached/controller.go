@@ -217,14 +217,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // SetupWithManager registers the controller. A Memcached is reconciled when
 // its spec changes (not after each status write of its own) and when an
 // owned object changes. The Service's EndpointSlices tell which pods serve;
-// they are watched only for changes of that set.
+// they are watched only for changes of that set. Updates of the Deployment
+// and the slices are gathered for statusSettle, so a rollout's bursts of
+// updates cost one status write each rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
+		Watches(&appsv1.Deployment{}, coalesceUpdates(ownedBy, statusSettle)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceToMemcached),
+		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
 			builder.WithPredicates(readyPodsChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").

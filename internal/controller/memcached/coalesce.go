@@ -1,0 +1,45 @@
+package memcached
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// statusSettle is how long updates of a fleet's Deployment and
+// EndpointSlices are gathered before the fleet is looked at: a rollout
+// updates them several times within a second (pods created, ready, then
+// available), and each look that finds something new writes the status.
+// Creations and deletions are not delayed: a missing object is repaired at
+// once, and a cold start checks every fleet without waiting.
+const statusSettle = time.Second
+
+// coalesceUpdates delays the requests h makes for update events by d; the
+// work queue keeps one pending request per fleet, so the updates of a
+// window cost one pass.
+func coalesceUpdates(h handler.EventHandler, d time.Duration) handler.EventHandler {
+	return coalescing{EventHandler: h, delay: d}
+}
+
+type coalescing struct {
+	handler.EventHandler
+	delay time.Duration
+}
+
+func (c coalescing) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	c.EventHandler.Update(ctx, e, delayed{TypedRateLimitingInterface: q, delay: c.delay})
+}
+
+// delayed turns every Add into an AddAfter. It deliberately hides the
+// priority queue's AddWithOpts, so handlers fall back to Add.
+type delayed struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	delay time.Duration
+}
+
+func (q delayed) Add(r reconcile.Request) { q.AddAfter(r, q.delay) }
