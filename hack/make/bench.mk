@@ -49,7 +49,7 @@ bench-cluster-down: ## Stop the bench's control plane (by the PIDs it recorded) 
 	@mkdir -p $(BENCH_DIR)/bin
 	go build -o $(BENCH_BIN) ./test/bench
 	$(BENCH_BIN) down -out $(BENCH_DIR)
-	@if [ -n "$(BENCH_NETNS)" ] && ip netns list | grep -qw '^$(BENCH_NETNS)'; then \
+	@if [ -n "$(BENCH_NETNS)" ] && ip netns list | awk '{print $$1}' | grep -qx '$(BENCH_NETNS)'; then \
 	  pids=$$(ip netns pids $(BENCH_NETNS)); \
 	  if [ -n "$$pids" ]; then echo "processes left in netns $(BENCH_NETNS): $$pids (not removing it)"; exit 1; fi; \
 	  ip netns delete $(BENCH_NETNS); fi
@@ -64,7 +64,7 @@ bench-binaries: ## Build (once, into $(STORE)) the bench's components, link them
 .PHONY: bench-netns
 bench-netns:
 	@if [ -n "$(BENCH_NETNS)" ]; then \
-	  ip netns list | grep -qw '^$(BENCH_NETNS)' || ip netns add $(BENCH_NETNS); \
+	  ip netns list | awk '{print $$1}' | grep -qx '$(BENCH_NETNS)' || ip netns add $(BENCH_NETNS); \
 	  ip -n $(BENCH_NETNS) link set lo up; fi
 
 .PHONY: bench-docs

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -141,9 +142,13 @@ func newWatcher(ctx context.Context, s *clusterState, ns string) (*watcher, erro
 		cancel()
 		return nil, err
 	}
-	if _, err := cch.GetInformer(ctx, podMeta()); err != nil {
-		cancel()
-		return nil, err
+	// Full pods and Deployments: after churn a fleet is restored only when
+	// its pods are Ready and its Deployment available again.
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}} {
+		if _, err := cch.GetInformer(ctx, obj); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	go func() { _ = cch.Start(ctx) }()
 	if !cch.WaitForCacheSync(ctx) {
@@ -161,19 +166,45 @@ func podMeta() *metav1.PartialObjectMetadata {
 
 // livePods maps each fleet to the names of its pods that are not being deleted.
 func (w *watcher) livePods(ctx context.Context) (map[string][]string, error) {
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	live, _, err := w.podState(ctx)
+	return live, err
+}
+
+// podState is livePods, plus the fleets that are not restored in the
+// cluster: a live pod not Ready, or a Deployment not fully available.
+func (w *watcher) podState(ctx context.Context) (live map[string][]string, unrestored map[string]bool, err error) {
+	pods := &corev1.PodList{}
 	if err := w.cache.List(ctx, pods, client.InNamespace(w.ns)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string][]string{}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp.IsZero() {
-			inst := p.Labels[memcached.LabelInstance]
-			out[inst] = append(out[inst], p.Name)
+	live, unrestored = map[string][]string{}, map[string]bool{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		inst := p.Labels[memcached.LabelInstance]
+		live[inst] = append(live[inst], p.Name)
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			unrestored[inst] = true
 		}
 	}
-	return out, nil
+	deps := &appsv1.DeploymentList{}
+	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns)); err != nil {
+		return nil, nil, err
+	}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		if d.Status.ObservedGeneration < d.Generation || d.Status.AvailableReplicas != want || d.Status.Replicas != want {
+			unrestored[d.Name] = true
+		}
+	}
+	return live, unrestored, nil
 }
 
 // fleetReady is the bench's definition of a converged fleet: its spec asks
@@ -210,10 +241,13 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		if err := w.cache.List(ctx, list, client.InNamespace(w.ns)); err != nil {
 			return false, err
 		}
-		var pods map[string][]string
+		var (
+			pods       map[string][]string
+			unrestored map[string]bool
+		)
 		if withPods {
 			var err error
-			if pods, err = w.livePods(ctx); err != nil {
+			if pods, unrestored, err = w.podState(ctx); err != nil {
 				return false, err
 			}
 		}
@@ -230,7 +264,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 					p = []string{}
 				}
 			}
-			if fleetReady(mc, size, p) {
+			if fleetReady(mc, size, p) && !unrestored[mc.Name] {
 				doneAt[mc.Name] = now
 			}
 		}

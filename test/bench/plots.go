@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -28,6 +29,12 @@ var (
 
 // plots draws what the results hold; a plot without data is skipped.
 func plots(r *results, dir string) error {
+	// A plot this run has no data for must not survive from an earlier run.
+	for _, f := range []string{plotTimeline, plotWorkers, plotN, plotAdmission} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
 	if err := plotTimelines(r, filepath.Join(dir, plotTimeline)); err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,7 +29,7 @@ const referenceFieldOwner = "bench-reference"
 // that makes exactly the writes a fleet needs and nothing else. For a new
 // fleet it applies the operator's own Deployment, Service and
 // PodDisruptionBudget (same builders, same objects), then writes the status
-// once, when the Deployment is rolled out and every pod is known; after a
+// (referenceStatus) once, when the Deployment is rolled out and every pod is known; after a
 // spec change, one Deployment apply and one status write. It reads through
 // informers like the operator and works with the same number of workers.
 type reference struct {
@@ -178,7 +180,7 @@ func (r *reference) sync(ctx context.Context, name string) error {
 		return nil // the pod cache lags the Deployment's: a pod event brings it back
 	}
 	updated := mc.DeepCopy()
-	memcached.ComputeStatus(updated, memcached.Observation{Spec: &spec, Deployment: dep, Nodes: names, NodesObserved: true})
+	referenceStatus(updated, dep, names)
 	if err := r.c.Status().Patch(ctx, updated, client.MergeFrom(mc)); err != nil {
 		return fmt.Errorf("reference: writing status of %s: %w", name, err)
 	}
@@ -193,6 +195,30 @@ func (r *reference) errors() []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]error(nil), r.errs...)
+}
+
+// referenceStatus is the status the reference writes once per generation:
+// what a client of the fleet reads (nodes, replica counts, selector, Ready,
+// Available and Progressing for this generation). It is built here, not by
+// the controller's status code, so that the reference stays a plain client.
+func referenceStatus(mc *cachev1alpha1.Memcached, dep *appsv1.Deployment, pods []string) {
+	st := &mc.Status
+	st.Nodes = slices.Sorted(slices.Values(pods))
+	st.Replicas, st.ReadyReplicas = dep.Status.Replicas, dep.Status.ReadyReplicas
+	st.Selector = memcached.SelectorString(mc.Name)
+	st.ObservedGeneration = mc.Generation
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: cachev1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: mc.Generation,
+		Reason: cachev1alpha1.ReasonAllReplicasReady, Message: fmt.Sprintf("%d pods run the current spec and are available", len(pods)),
+	})
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: cachev1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, ObservedGeneration: mc.Generation,
+		Reason: cachev1alpha1.ReasonAllReplicasReady, Message: fmt.Sprintf("%d/%d pods ready", len(pods), len(pods)),
+	})
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, ObservedGeneration: mc.Generation,
+		Reason: cachev1alpha1.ReasonRolloutComplete, Message: "the Deployment matches the spec",
+	})
 }
 
 // eventFuncs calls f on every add, update and delete.
