@@ -542,6 +542,7 @@ func TestValues(t *testing.T) {
 			// authorization form (bearerTokenFile is deprecated and reads
 			// Prometheus' own token).
 			scraper := fullname + "-metrics-scraper"
+			g.Expect(endpoints[0]).To(HaveKeyWithValue("honorLabels", true), "per-fleet series keep the fleet's namespace label")
 			g.Expect(endpoints[0]).NotTo(HaveKey("bearerTokenFile"))
 			g.Expect(endpoints[0]).To(HaveKeyWithValue("authorization", Equal(map[string]any{
 				"type": "Bearer", "credentials": map[string]any{"name": scraper + "-token", "key": "token"},
