@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,6 +61,24 @@ type Reconciler struct {
 	// Recheck is how often a fleet waiting on a name conflict or on the
 	// ServiceMonitor API is looked at again; 0 means a minute.
 	Recheck time.Duration
+	// ProgressInterval is the least time between two status writes of a
+	// fleet that only report a rollout's progress (ProgressOnly): a rollout
+	// then costs its transitions, not one write per pod that becomes ready.
+	// 0 writes every change.
+	ProgressInterval time.Duration
+
+	// lastWrite holds when each fleet's status was last written by this
+	// process (types.NamespacedName → time.Time).
+	lastWrite sync.Map
+	// now is time.Now, replaceable in tests.
+	now func() time.Time
+}
+
+func (r *Reconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 func (r *Reconciler) apiReader() client.Reader {
@@ -89,6 +108,9 @@ type scope struct {
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
 	created    []string
+	// heldFor is set when a progress-only status change was held back: the
+	// pass asks to run again then, when it is due.
+	heldFor time.Duration
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -109,6 +131,9 @@ type phase func(ctx context.Context, s *scope) error
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.lastWrite.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mc.DeletionTimestamp.IsZero() {
@@ -171,11 +196,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Retrying cannot help until the spec changes, which requeues on its own.
 		return ctrl.Result{}, reconcile.TerminalError(errors.Join(reported...))
 	}
+	var after time.Duration
 	if s.monitoring != nil && s.monitoring.apiMissing {
 		// Nothing announces a CRD being installed; look again.
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+		after = r.recheck()
 	}
-	return ctrl.Result{}, nil
+	if s.heldFor > 0 && (after == 0 || s.heldFor < after) {
+		after = s.heldFor
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 func (r *Reconciler) recheck() time.Duration {
@@ -208,9 +237,20 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if apiequality.Semantic.DeepEqual(s.original.Status, s.memcached.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.memcached, client.MergeFrom(s.original)); err != nil {
-		return fmt.Errorf("patching status of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	key := client.ObjectKeyFromObject(s.memcached)
+	now := r.clock()
+	if r.ProgressInterval > 0 && ProgressOnly(&s.original.Status, &s.memcached.Status) {
+		if last, ok := r.lastWrite.Load(key); ok {
+			if wait := r.ProgressInterval - now.Sub(last.(time.Time)); wait > 0 {
+				s.heldFor = wait
+				return nil
+			}
+		}
 	}
+	if err := r.Client.Status().Patch(ctx, s.memcached, client.MergeFrom(s.original)); err != nil {
+		return fmt.Errorf("patching status of Memcached %s: %w", key, err)
+	}
+	r.lastWrite.Store(key, now)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -188,6 +189,36 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		}
 		set(cachev1alpha1.ConditionReconciling, true, reason, msg)
 	}
+}
+
+// ProgressOnly reports whether after differs from before only by a rollout's
+// progress while the fleet is not yet Available: more pods ready, more ready
+// pods listed, new messages, and no condition changing status or reason.
+// Such a change is worth a write only now and then (Reconciler's
+// ProgressInterval); a transition, a lost pod or anything else is written at
+// once, and so is every change of a fleet that is Available.
+func ProgressOnly(before, after *cachev1alpha1.MemcachedStatus) bool {
+	if c := meta.FindStatusCondition(after.Conditions, cachev1alpha1.ConditionAvailable); c == nil || c.Status != metav1.ConditionFalse {
+		return false
+	}
+	if len(before.Conditions) != len(after.Conditions) {
+		return false
+	}
+	for _, a := range after.Conditions {
+		b := meta.FindStatusCondition(before.Conditions, a.Type)
+		if b == nil || b.Status != a.Status || b.Reason != a.Reason || b.ObservedGeneration != a.ObservedGeneration {
+			return false
+		}
+	}
+	for _, n := range before.Nodes {
+		if !slices.Contains(after.Nodes, n) {
+			return false
+		}
+	}
+	return after.ReadyReplicas >= before.ReadyReplicas &&
+		before.ObservedGeneration == after.ObservedGeneration &&
+		before.Selector == after.Selector &&
+		apiequality.Semantic.DeepEqual(before.Effective, after.Effective)
 }
 
 func deploymentCondition(ds appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {

@@ -1,0 +1,85 @@
+package memcached
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// TestProgressHold drives patchStatus through a rollout on a fake clock and
+// counts the status writes that reach the API.
+func TestProgressHold(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 1}}
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }}
+
+	cond := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: status, Reason: reason, Message: "m",
+			ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start)}}
+	}
+	rollingOut := func(ready int32, nodes ...string) cachev1alpha1.MemcachedStatus {
+		return cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready, Nodes: nodes,
+			Conditions: cond(metav1.ConditionFalse, cachev1alpha1.ReasonReplicasNotReady)}
+	}
+	// pass writes want over the status last written and reports the hold.
+	var stored cachev1alpha1.MemcachedStatus
+	pass := func(want cachev1alpha1.MemcachedStatus) time.Duration {
+		t.Helper()
+		cur := &cachev1alpha1.Memcached{}
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), cur)).To(Succeed())
+		cur.Status = stored
+		s := &scope{original: cur.DeepCopy(), memcached: cur}
+		s.memcached.Status = want
+		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
+		if s.heldFor == 0 {
+			stored = want
+		}
+		return s.heldFor
+	}
+
+	g.Expect(pass(rollingOut(0))).To(BeZero(), "the first status is written at once")
+	g.Expect(writes).To(Equal(1))
+	now = start.Add(2 * time.Second)
+	g.Expect(pass(rollingOut(1, "a"))).To(Equal(8*time.Second), "progress waits for the rest of the interval")
+	now = start.Add(5 * time.Second)
+	g.Expect(pass(rollingOut(2, "a", "b"))).To(Equal(5 * time.Second))
+	g.Expect(writes).To(Equal(1))
+	now = start.Add(10 * time.Second)
+	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "once due, the progress is written")
+	g.Expect(writes).To(Equal(2))
+	now = start.Add(11 * time.Second)
+	g.Expect(pass(rollingOut(1, "b"))).To(BeZero(), "a lost pod is written at once")
+	g.Expect(writes).To(Equal(3))
+	now = start.Add(12 * time.Second)
+	available := cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: 3, Nodes: []string{"a", "b", "c"},
+		Conditions: cond(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady)}
+	g.Expect(pass(available)).To(BeZero(), "a transition is written at once")
+	g.Expect(writes).To(Equal(4))
+	g.Expect(pass(available)).To(BeZero())
+	g.Expect(writes).To(Equal(4), "a pass that changes nothing writes nothing")
+
+	r.ProgressInterval = 0
+	now = start.Add(13 * time.Second)
+	stored = rollingOut(1, "a")
+	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "with no interval every change is written")
+	g.Expect(writes).To(Equal(5))
+}

@@ -1,0 +1,61 @@
+package memcached_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+)
+
+// TestProgressOnly walks a fleet through the observations of a rollout and
+// asks, for each step, whether the status change may wait: only more pods
+// ready of a fleet that is not Available yet may.
+func TestProgressOnly(t *testing.T) {
+	type view struct {
+		gen                             int64
+		replicas, updated, ready, avail int32
+		nodes                           []string
+		depObserved                     bool
+	}
+	status := func(v view) cachev1alpha1.MemcachedStatus {
+		mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) })
+		mc.Generation = v.gen
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}}
+		d.Status = appsv1.DeploymentStatus{Replicas: v.replicas, UpdatedReplicas: v.updated, ReadyReplicas: v.ready, AvailableReplicas: v.avail}
+		if v.depObserved {
+			d.Status.ObservedGeneration = 2
+		}
+		memcached.ComputeStatus(mc, memcached.Observation{Spec: spec, Deployment: d, Nodes: v.nodes, NodesObserved: true})
+		return mc.Status
+	}
+	created := view{gen: 1, replicas: 3}
+	oneReady := view{gen: 1, replicas: 3, updated: 3, ready: 1, nodes: []string{"a"}, depObserved: true}
+	twoReady := view{gen: 1, replicas: 3, updated: 3, ready: 2, nodes: []string{"a", "b"}, depObserved: true}
+	allReady := view{gen: 1, replicas: 3, updated: 3, ready: 3, avail: 3, nodes: []string{"a", "b", "c"}, depObserved: true}
+	tests := []struct {
+		name          string
+		before, after view
+		want          bool
+	}{
+		{"the first pod ready while rolling out", created, oneReady, true},
+		{"one more pod ready, not Available yet", oneReady, twoReady, true},
+		{"a ready pod lost while rolling out", twoReady, view{gen: 1, replicas: 3, updated: 3, ready: 2, nodes: []string{"b", "c"}, depObserved: true}, false},
+		{"fewer pods ready", twoReady, oneReady, false},
+		{"the fleet becomes Available", twoReady, allReady, false},
+		{"a pod of an Available fleet is lost", allReady, view{gen: 1, replicas: 3, updated: 3, ready: 2, avail: 2, nodes: []string{"a", "b"}, depObserved: true}, false},
+		{"an Available fleet's nodes change", allReady, view{gen: 1, replicas: 3, updated: 3, ready: 3, avail: 3, nodes: []string{"a", "b", "c", "d"}, depObserved: true}, false},
+		{"a new generation", oneReady, view{gen: 2, replicas: 3, updated: 3, ready: 2, nodes: []string{"a", "b"}, depObserved: true}, false},
+		{"nothing changed", twoReady, twoReady, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, after := status(tt.before), status(tt.after)
+			NewWithT(t).Expect(memcached.ProgressOnly(&before, &after)).To(Equal(tt.want))
+		})
+	}
+}
