@@ -85,7 +85,7 @@ demo: ## Bring up the project's own cluster, install cert-manager and the chart,
 E2E_FLAGS ?=
 .PHONY: test-e2e
 test-e2e: ## Real-cluster tier: cluster up, smoke and operator suites, cluster down (KEEP_CLUSTER=1 keeps it).
-	@$(MAKE) --no-print-directory cluster-up
+	@$(MAKE) --no-print-directory cluster-up MONITORING=1
 	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; exit $$rc
 

@@ -11,7 +11,11 @@
 #        containerd ctr containerd-shim-runc-v2 coredns kwok
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
 #        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
+#        prometheus prometheus-operator prometheus-config-reloader (the testbed's
+#          monitoring stack, hack/build/prometheus{,-operator}; CRDs: prometheus-operator-crds)
 #        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
+#        image-prometheus image-prometheus-operator image-prometheus-config-reloader
+#          (/bin/<name>, UID 65534)
 #          (OCI image archives for the testbed, test/testbed/tbctl; the image
 #          name is the archive's io.containerd.image.name, see image_name)
 #        envtest (a folder with etcd, kube-apiserver and kubectl, for KUBEBUILDER_ASSETS)
@@ -88,17 +92,35 @@ img_cert_manager() {
   tbctl image -out "$OUT" -name "$(image_name "cert-manager-$1")" -nonroot-base -user 65532:65532 \
     -file "$2:/$1" -entrypoint "/$1"
 }
+# The monitoring images: one static binary at /bin/<name> (where the upstream
+# images keep theirs, so prometheus-operator's generated pods find them).
+img_static() {
+  tbctl image -out "$OUT" -name "$(image_name "$1")" -nonroot-base -user 65534:65534 \
+    -file "$2:/bin/$1" -entrypoint "/bin/$1"
+}
 # image_name NAME: the reference an image archive is imported under.
 image_name() {
   case $1 in
     pause) printf 'localhost/pause:%s' "$PAUSE_VERSION" ;;
     memcached) printf 'localhost/memcached:%s' "$(memcached_tag)" ;;
     cert-manager-*) printf 'localhost/%s:%s' "$1" "$CERT_MANAGER_VERSION" ;;
+    prometheus) printf 'localhost/prometheus:v%s' "$PROMETHEUS_RELEASE" ;;
+    prometheus-operator|prometheus-config-reloader) printf 'localhost/%s:%s' "$1" "$PROMETHEUS_OPERATOR_VERSION" ;;
   esac
 }
 # Debian's package version as an image tag ('+' is not allowed in tags).
 memcached_tag() { dpkg-query -W -f='${Version}' memcached | tr -c 'A-Za-z0-9_.\n-' '_'; }
 
+# The monitoring stack, from wrapper modules (hack/build/prometheus,
+# hack/build/prometheus-operator), each building its mains with one set of
+# tags so that they share every compiled package. Service discovery is cut to
+# Kubernetes (what prometheus-operator configures): the cloud SDKs were most
+# of Prometheus' build time.
+PROM_TAGS=remove_all_sd,enable_kubernetes_sd
+go_prometheus() {
+  (cd "$HERE/build/$1" && go build -tags "$PROM_TAGS" \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$3" -o "$OUT" "$2")
+}
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
@@ -146,6 +168,12 @@ path_of() {
       bin=$(path_of "cert-manager-$c")
       local d="$STORE/images/cert-manager-$c-$CERT_MANAGER_VERSION.tar"
       build "$name" "$d" img_cert_manager "$c" "$bin" ;;
+    image-prometheus|image-prometheus-operator|image-prometheus-config-reloader)
+      local c=${name#image-} bin v=$PROMETHEUS_OPERATOR_VERSION
+      [[ $c == prometheus ]] && v=$PROMETHEUS_VERSION
+      bin=$(path_of "$c")
+      local d="$STORE/images/$c-$v.tar"
+      build "$name" "$d" img_static "$c" "$bin" ;;
     image-name-*) image_name "${name#image-name-}"; printf '\n'; return ;;
     kwok)
       # Simulated nodes and pods for the bench (test/bench); no kubelet, no containers.
@@ -155,10 +183,20 @@ path_of() {
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
-    promtool)
-      local d="$STORE/prometheus/$PROMETHEUS_VERSION/promtool"
-      build "$name" "$d" go_install "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" \
-        "-X github.com/prometheus/common/version.Version=$PROMETHEUS_RELEASE" ;;
+    prometheus|promtool)
+      local d="$STORE/prometheus/$PROMETHEUS_VERSION/$name"
+      build "$name" "$d" go_prometheus prometheus "github.com/prometheus/prometheus/cmd/$name" "$PROMETHEUS_RELEASE" ;;
+    prometheus-operator|prometheus-config-reloader)
+      local pkg=operator; [[ $name == prometheus-operator ]] || pkg=$name
+      local d="$STORE/prometheus-operator/$PROMETHEUS_OPERATOR_VERSION/$name"
+      build "$name" "$d" go_prometheus prometheus-operator "github.com/prometheus-operator/prometheus-operator/cmd/$pkg" "${PROMETHEUS_OPERATOR_VERSION#v}" ;;
+    prometheus-operator-crds)
+      # The CRDs of the same module version (the module cache holds them once
+      # the wrapper module has been built or downloaded).
+      local d
+      d=$(cd "$HERE/build/prometheus-operator" && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd
+      [[ -d $d ]] || { log "prometheus-operator CRDs not found at $d"; return 1; }
+      printf '%s\n' "$d"; return ;;
     envtest)
       local d="$STORE/envtest/$K8S_VERSION"
       mkdir -p "$d"

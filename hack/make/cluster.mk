@@ -4,6 +4,10 @@ TESTBED_DIR ?= $(CURDIR)/_output/testbed
 export TESTBED_DIR
 export IMG
 TESTBED_KUBECONFIG := $(TESTBED_DIR)/kubeconfig
+# MONITORING=1: the testbed also runs prometheus-operator and a Prometheus
+# (test/testbed/monitoring); `make test-e2e` always asks for it.
+MONITORING ?= 0
+export WITH_MONITORING = $(MONITORING)
 # Debian packages the testbed needs (runc, CNI plugins, iptables, conntrack,
 # memcached for its image, gcc and libc6-dev for the static pause binary).
 TESTBED_DEBS := runc containernetworking-plugins iptables conntrack memcached gcc libc6-dev util-linux iproute2 kmod
@@ -29,7 +33,7 @@ images: cluster-deps ## Build the testbed's OCI image archives (operator image e
 	test/testbed/images.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster + cert-manager; kubeconfig in $(TESTBED_DIR)/kubeconfig.
+cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster + cert-manager (MONITORING=1: + prometheus-operator and Prometheus); kubeconfig in $(TESTBED_DIR)/kubeconfig.
 	test/testbed/cluster-up.sh
 
 .PHONY: cluster-down

@@ -80,6 +80,12 @@ func restrictedContext(uid int64) *corev1.SecurityContext {
 // returns its log when it exits successfully.
 func probe(ctx context.Context, ns, name, mode, arg string) string {
 	GinkgoHelper()
+	return probeArgs(ctx, ns, name, mode, arg)
+}
+
+// probeArgs is probe with any arguments (`probe load NAME PORT RATE DURATION`).
+func probeArgs(ctx context.Context, ns, name string, args ...string) string {
+	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -88,7 +94,7 @@ func probe(ctx context.Context, ns, name, mode, arg string) string {
 			AutomountServiceAccountToken:  ptr.To(false),
 			Containers: []corev1.Container{{
 				Name: "probe", Image: images["PROBE_IMAGE"], ImagePullPolicy: corev1.PullIfNotPresent,
-				Args: []string{mode, arg}, SecurityContext: restrictedContext(65532),
+				Args: args, SecurityContext: restrictedContext(65532),
 			}},
 		},
 	}
@@ -97,7 +103,7 @@ func probe(ctx context.Context, ns, name, mode, arg string) string {
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		return pod.Status.Phase
-	}).WithTimeout(2 * time.Minute).Should(Equal(corev1.PodSucceeded))
+	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
 	return mustRun(kubectl("logs", "-n", ns, pod.Name))
 }
 

@@ -2,7 +2,9 @@
 # cluster-up.sh — a real single-node Kubernetes inside a network namespace
 # with no route out: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, containerd + runc, kubelet, kube-proxy (iptables), CoreDNS
-# as a node process, bridge CNI; then cert-manager from its own Helm chart.
+# as a node process, bridge CNI; then cert-manager from its own Helm chart,
+# and with WITH_MONITORING=1 prometheus-operator and a Prometheus
+# (monitoring/install.sh).
 # Every process is started here, recorded in $TB_DIR/pids and stopped by
 # cluster-down.sh. Run as root. Binaries and images come from `make
 # cluster-binaries images` (hack/tool.sh's store).
@@ -18,6 +20,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [[ $(id -u) == 0 ]] || die "run as root (network namespaces, mounts, cgroups)"
 START=$SECONDS
 WITH_CERT_MANAGER=${WITH_CERT_MANAGER:-1}
+WITH_MONITORING=${WITH_MONITORING:-0}
+MONITORING_INSTALL=$(dirname "${BASH_SOURCE[0]}")/monitoring/install.sh
 
 KUBECTL_BIN=$("$TOOL" kubectl)
 
@@ -25,6 +29,7 @@ KUBECTL_BIN=$("$TOOL" kubectl)
 if [[ -e /run/netns/$NETNS ]] && pid_alive kube-apiserver && pid_alive kubelet && pid_alive forward &&
   KUBECONFIG=$TB_DIR/kubeconfig "$KUBECTL_BIN" get --raw /readyz >/dev/null 2>&1; then
   log "already up: KUBECONFIG=$TB_DIR/kubeconfig (cluster-down.sh to stop)"
+  if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
   exit 0
 fi
 # Anything left from a failed or crashed run goes first.
@@ -298,6 +303,10 @@ address: "$NODE_IP"
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
 serializeImagePulls: false
+# Secret and ConfigMap volumes are refreshed on a pod's sync: every 10 s here
+# instead of every minute, so a configuration prometheus-operator writes (or a
+# renewed certificate) reaches its pod within seconds, not a minute.
+syncFrequency: 10s
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -368,6 +377,8 @@ YAML
   wait_for cert-manager 90 cm_webhook_ready
   log "cert-manager ready ($((SECONDS - START))s)"
 fi
+
+if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
 
 log "cluster up in $((SECONDS - START))s"
 cat >&2 <<EOM

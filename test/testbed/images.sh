@@ -20,6 +20,15 @@ archives=()
 for n in pause memcached cert-manager-controller cert-manager-webhook cert-manager-cainjector; do
   archives+=("$("$TOOL" "image-$n")")
 done
+# The monitoring stack only when asked for (WITH_MONITORING=1, `make cluster-up
+# MONITORING=1`): its first build is the longest of the testbed's.
+monitoring_images=()
+if [[ ${WITH_MONITORING:-0} == 1 ]]; then
+  for n in prometheus prometheus-operator prometheus-config-reloader; do
+    archives+=("$("$TOOL" "image-$n")")
+    monitoring_images+=("$(tr a-z- A-Z_ <<<"$n")_IMAGE=$("$TOOL" "image-name-$n")")
+  done
+fi
 
 # The smoke tests' in-cluster client/server (no busybox can be pulled).
 mkdir -p "$TB_DIR/probe-rootfs"
@@ -55,6 +64,7 @@ PROBE_IMAGE=localhost/testbed-probe:1
 OPERATOR_IMAGE=${op_archive:+$IMG}
 IMAGE_ARCHIVES="${archives[*]}"
 ENV
+printf '%s\n' "${monitoring_images[@]}" >>"$TB_DIR/images.env.tmp"
 mv -f "$TB_DIR/images.env.tmp" "$TB_DIR/images.env"
 for a in "${archives[@]}"; do log "image $(du -h "$a" | cut -f1)  $a"; done
 # A running cluster gets the fresh operator image right away.

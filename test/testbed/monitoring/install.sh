@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# install.sh — the testbed's monitoring stack, on a running testbed: the
+# prometheus-operator CRDs (server-side: they are too large for a client-side
+# apply's annotation), its ClusterRoles from the same module, then stack.yaml.
+# Returns once Prometheus answers /-/ready through the API server's proxy.
+# Called by cluster-up.sh with WITH_MONITORING=1; safe to run again.
+set -euo pipefail
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=/dev/null
+source "$TB_DIR/images.env"
+[[ -n ${PROMETHEUS_IMAGE:-} ]] || die "images.env has no monitoring images: run 'make images MONITORING=1'"
+K=("$BIN/kubectl")
+START=$SECONDS
+
+crds=$("$TOOL" prometheus-operator-crds)
+rbac=$crds/../rbac
+"${K[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
+"${K[@]}" wait --for=condition=Established crd --all --timeout=60s >/dev/null
+"${K[@]}" apply -f "$rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" \
+  -f "$rbac/prometheus/prometheus-cluster-role.yaml" >/dev/null
+repo=${PROMETHEUS_IMAGE%:*} tag=${PROMETHEUS_IMAGE##*:}
+sed -e "s|\${PROMETHEUS_IMAGE}|$PROMETHEUS_IMAGE|; s|\${PROMETHEUS_OPERATOR_IMAGE}|$PROMETHEUS_OPERATOR_IMAGE|" \
+  -e "s|\${PROMETHEUS_CONFIG_RELOADER_IMAGE}|$PROMETHEUS_CONFIG_RELOADER_IMAGE|" \
+  -e "s|\${PROMETHEUS_IMAGE_REPO}|$repo|; s|\${PROMETHEUS_VERSION_TAG}|$tag|" \
+  "$(dirname "${BASH_SOURCE[0]}")/stack.yaml" | "${K[@]}" apply -f - >/dev/null
+
+prometheus_ready() {
+  "${K[@]}" get --raw /api/v1/namespaces/monitoring/services/prometheus-operated:9090/proxy/-/ready >/dev/null 2>&1
+}
+deadline=$((SECONDS + 180))
+until prometheus_ready; do
+  if ((SECONDS > deadline)); then
+    "${K[@]}" -n monitoring get pods -o wide >&2 || true
+    "${K[@]}" -n monitoring logs deploy/prometheus-operator --tail=20 >&2 || true
+    die "Prometheus not ready after 180s"
+  fi
+  sleep 2
+done
+log "monitoring ready: prometheus-operator $PROMETHEUS_OPERATOR_IMAGE, Prometheus $PROMETHEUS_IMAGE ($((SECONDS - START))s)"
