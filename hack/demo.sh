@@ -19,7 +19,7 @@ step() { step_start=$SECONDS; printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 done_step() { printf '\033[32m    done in %ss\033[0m\n' "$((SECONDS - step_start))"; }
 show() { printf '\033[36m$ %s\033[0m\n' "$*"; "$@"; }
 
-step "Bring up the testbed cluster (builds binaries and images on first run; cert-manager included)"
+step "Bring up the testbed cluster (builds binaries and images on first run; cert-manager included; MONITORING=1 adds Prometheus)"
 make --no-print-directory cluster-up
 done_step
 # shellcheck source=/dev/null
@@ -30,8 +30,12 @@ for ns in "$NS" "$APPS"; do
   "$KUBECTL" create namespace "$ns" --dry-run=client -o yaml | "$KUBECTL" label --local -f - -o yaml \
     pod-security.kubernetes.io/enforce=restricted | "$KUBECTL" apply -f - >/dev/null
 done
+monitoring=()
+if [[ ${WITH_MONITORING:-0} == 1 ]]; then
+  monitoring=(--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=5s --set prometheusRule.enabled=true)
+fi
 show "$HELM" upgrade --install memcached-operator charts/memcached-operator -n "$NS" --wait --timeout 5m \
-  --set operator.defaultImage="$MEMCACHED_IMAGE" --set test.memcached=true --set test.namespace="$APPS"
+  --set operator.defaultImage="$MEMCACHED_IMAGE" --set test.memcached=true --set test.namespace="$APPS" "${monitoring[@]}"
 done_step
 
 step "Apply the tutorial's sample (size 3) and wait until it is Available"
@@ -62,6 +66,23 @@ step "An extraArgs option that a field owns is rejected in any spelling memcache
 printf 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sneaky}\nspec: {size: 1, extraArgs: ["-C", "-m2048"]}\n' |
   { show "$KUBECTL" apply -n "$APPS" -f - && { echo "expected a rejection" >&2; exit 1; } || true; }
 done_step
+
+if [[ ${WITH_MONITORING:-0} == 1 ]]; then
+  step "Monitoring (MONITORING=1): the exporter sidecar and a ServiceMonitor; Prometheus scrapes every pod"
+  show "$KUBECTL" patch -n "$APPS" memcached memcached-sample --type=merge \
+    -p '{"spec":{"monitoring":{"exporter":{"enabled":true},"serviceMonitor":{"enabled":true,"interval":"5s"}}}}'
+  show "$KUBECTL" wait -n "$APPS" --for=condition=Ready memcached/memcached-sample --timeout=3m
+  query=/api/v1/namespaces/monitoring/services/prometheus-operated:9090/proxy/api/v1/query
+  printf 'waiting for Prometheus to scrape the exporters'
+  for _ in $(seq 90); do
+    up=$("$KUBECTL" get --raw "$query?query=sum(memcached_up%7Bnamespace%3D%22$APPS%22%7D)" | grep -o '"[0-9.]*"\]' | tr -d '"]' || true)
+    [[ ${up:-0} == 5 ]] && break
+    printf '.'; sleep 2
+  done
+  printf '\n'
+  show "$KUBECTL" get --raw "$query?query=memcached_up%7Bnamespace%3D%22$APPS%22%7D"; echo
+  done_step
+fi
 
 step "helm test: admission, defaults, rejection, and a real memcached set/get"
 show "$HELM" test memcached-operator -n "$NS" --logs --timeout 5m

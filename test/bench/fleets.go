@@ -230,10 +230,38 @@ func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
 	return slices.Equal(live, mc.Status.Nodes)
 }
 
+// rolledOut reports the fleets whose Deployment runs size pods of its
+// current generation, all available: the cluster's part is done, whatever
+// the fleet's status says yet.
+func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, error) {
+	deps := &appsv1.DeploymentList{}
+	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		ds := d.Status
+		if ptr.Deref(d.Spec.Replicas, 1) == size && ds.ObservedGeneration >= d.Generation &&
+			ds.Replicas == size && ds.UpdatedReplicas == size && ds.AvailableReplicas == size {
+			out[d.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// converged is when each fleet became ready (by its status, relative to t0,
+// sorted), and the lag of each behind its Deployment's rollout: the
+// reporting part of the time, as opposed to the cluster's pipeline.
+type converged struct {
+	times, lags []time.Duration
+}
+
 // waitConverged polls the bench's cache every 100 ms until n fleets are
-// ready and returns when each became so, relative to t0 (sorted).
-func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) ([]time.Duration, error) {
+// ready.
+func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) (converged, error) {
 	doneAt := map[string]time.Duration{}
+	rolledAt := map[string]time.Duration{}
 	var last int
 	lastLog := time.Now()
 	err := pollFor(ctx, fmt.Sprintf("%d fleets in %s converged", n, w.ns), timeout, func(ctx context.Context) (bool, error) {
@@ -252,6 +280,15 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 			}
 		}
 		now := time.Since(t0)
+		rolled, err := w.rolledOut(ctx, size)
+		if err != nil {
+			return false, err
+		}
+		for name := range rolled {
+			if _, ok := rolledAt[name]; !ok {
+				rolledAt[name] = now
+			}
+		}
 		for i := range list.Items {
 			mc := &list.Items[i]
 			if _, ok := doneAt[mc.Name]; ok {
@@ -274,12 +311,16 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		}
 		return len(doneAt) >= n, nil
 	})
-	times := make([]time.Duration, 0, len(doneAt))
-	for _, d := range doneAt {
-		times = append(times, d)
+	var c converged
+	for name, d := range doneAt {
+		c.times = append(c.times, d)
+		if r, ok := rolledAt[name]; ok {
+			c.lags = append(c.lags, max(0, d-r))
+		}
 	}
-	slices.Sort(times)
-	return times, err
+	slices.Sort(c.times)
+	slices.Sort(c.lags)
+	return c, err
 }
 
 // statuses are the fleets' statuses as JSON, by name.

@@ -69,7 +69,11 @@ type phaseResult struct {
 	Fleets            int     `json:"fleets"`
 	Converged         int     `json:"converged"`
 	// ReadyAt are the seconds after t0 at which each fleet became ready, sorted.
-	ReadyAt                  []float64     `json:"readyAt,omitempty"`
+	ReadyAt []float64 `json:"readyAt,omitempty"`
+	// StatusLag*: how long after its Deployment had rolled out (size pods
+	// of the current generation available) a fleet's status said so.
+	StatusLagP50Seconds      float64       `json:"statusLagP50Seconds"`
+	StatusLagP99Seconds      float64       `json:"statusLagP99Seconds"`
 	Requests                 requestCounts `json:"requests"`
 	WritesPerFleet           float64       `json:"writesPerFleet"`
 	WritesPerFleetExclEvents float64       `json:"writesPerFleetExclEvents"`
@@ -153,7 +157,9 @@ func (r *results) evaluate() {
 			ref := r.Reference.Converge
 			ratio := op.Seconds / ref.Seconds
 			add(target{Name: "converge time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
-				Limit: "≤ 1.25", Met: timing(ratio <= 1.25)})
+				Limit: "≤ 1.25", Met: timing(ratio <= 1.25),
+				Note: fmt.Sprintf("status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs)",
+					op.StatusLagP50Seconds, op.StatusLagP99Seconds, ref.StatusLagP50Seconds, ref.StatusLagP99Seconds)})
 		}
 		add(target{Name: "writes per fleet, converge (applies + status)", Value: fmt.Sprintf("%.2f", op.WritesPerFleetExclEvents),
 			Limit: "≤ 5", Met: check(op.WritesPerFleetExclEvents <= 5),
@@ -175,7 +181,9 @@ func (r *results) evaluate() {
 			ratio := op.Seconds / ref.Seconds
 			add(target{Name: "resize time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
 				Limit: "≤ 1.25", Met: timing(ratio <= 1.25),
-				Note: fmt.Sprintf("writes/fleet %.2f (%.2f with events); reference %s", op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false))})
+				Note: fmt.Sprintf("writes/fleet %.2f (%.2f with events); reference %s; status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs)",
+					op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false),
+					op.StatusLagP50Seconds, op.StatusLagP99Seconds, ref.StatusLagP50Seconds, ref.StatusLagP99Seconds)})
 		}
 	}
 	if r.Idle != nil {

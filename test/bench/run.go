@@ -254,7 +254,8 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		return nil, err
 	}
 	actDone := time.Since(t0)
-	times, err := w.waitConverged(ctx, n, int32(size), t0, withPods, convergeTimeout(n))
+	conv, err := w.waitConverged(ctx, n, int32(size), t0, withPods, convergeTimeout(n))
+	times := conv.times
 	elapsed := time.Since(t0)
 	counts, cerr := b.audit.window(ctx, user)
 	if cerr != nil {
@@ -273,14 +274,18 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 			p.ReadyAt = append(p.ReadyAt, round3(t.Seconds()))
 		}
 	}
+	if l := conv.lags; len(l) > 0 {
+		p.StatusLagP50Seconds = round3(l[len(l)/2].Seconds())
+		p.StatusLagP99Seconds = round3(l[min(len(l)-1, len(l)*99/100)].Seconds())
+	}
 	if user == userOperator {
 		after, _ := b.op.stats()
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
 		p.PeakRSSMiB = after.PeakRSSMiB
 	}
-	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs), %d writes (%.2f/fleet; %s)",
-		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, counts.Writes, p.WritesPerFleet, counts)
+	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs; status behind the rollout p50 %.2fs, p99 %.2fs), %d writes (%.2f/fleet; %s)",
+		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds, counts.Writes, p.WritesPerFleet, counts)
 	return p, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -251,7 +252,7 @@ spec:
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		out := probe(ctx, ns, "noauth", "status", fmt.Sprintf("https://%s.%s.svc:8443/metrics", metricsService, operatorNamespace))
-		Expect(out).To(Equal("status 401"), "a scrape without a token is refused")
+		Expect(strings.TrimSpace(out)).To(Equal("status 401"), "a scrape without a token is refused")
 	})
 
 	It("draws every panel of the chart's dashboard from the fleet's live metrics under client load", func() {
