@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -111,6 +112,10 @@ var unobservable = map[string]string{
 	"events.k8s.io events patch": "event series",
 }
 
+// verbWait bounds each wait for a request to be seen: a reconcile is quick,
+// but `make test` runs every package's suite at once on two cores.
+const verbWait = 15 * time.Second
+
 var _ = Describe("The operator's RBAC rules", func() {
 	It("are exactly the verbs the operator sends, observed over a fleet's lifecycle", func(ctx SpecContext) {
 		const rel, ns = "mc-verbs", "mc-cluster-system"
@@ -127,12 +132,12 @@ var _ = Describe("The operator's RBAC rules", func() {
 		By("turning on monitoring, which creates a ServiceMonitor, then off, which deletes it")
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
 			[]byte(`{"spec":{"monitoring":{"exporter":{"enabled":true,"image":"op:1"},"serviceMonitor":{"enabled":true}}}}`)))).To(Succeed())
-		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("monitoring.coreos.com servicemonitors create"))
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("monitoring.coreos.com servicemonitors create"))
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":false}}}}`)))).To(Succeed())
-		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("monitoring.coreos.com servicemonitors delete"))
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("monitoring.coreos.com servicemonitors delete"))
 		By("scaling to one pod, which removes the PodDisruptionBudget")
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
-		Eventually(func() []string { return sets.List(rec.verbs()) }).Should(ContainElement("policy poddisruptionbudgets delete"))
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("policy poddisruptionbudgets delete"))
 
 		granted := grantedVerbs(objs, sa)
 		seen := rec.verbs()

@@ -115,7 +115,7 @@ func Render(ctx context.Context, d *Dashboard, q RangeQuery, o Options, out stri
 	c := vgimg.New(vg.Length(width), unitH*vg.Length(rows)+40)
 	dc := draw.New(c)
 	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+	dc.Fill(dc.Path())
 	title := draw.TextStyle{Color: color.Black, Font: plot.DefaultFont, XAlign: draw.XCenter}
 	title.Font.Size = 18
 	title.Handler = plot.DefaultTextHandler
