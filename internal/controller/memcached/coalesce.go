@@ -13,11 +13,15 @@ import (
 
 // statusSettle is how long updates of a fleet's Deployment and
 // EndpointSlices are gathered before the fleet is looked at: a rollout
-// updates them several times within a second (pods created, ready, then
-// available), and each look that finds something new writes the status.
-// Creations and deletions are not delayed: a missing object is repaired at
-// once, and a cold start checks every fleet without waiting.
-const statusSettle = time.Second
+// updates them in bursts (a pod created, scheduled, ready), and a pass per
+// update costs CPU for nothing. It is short because it is also how late a
+// fleet's status reports a finished rollout, and writes no longer depend on
+// it: what a rollout's progress would write is held by the Reconciler's
+// ProgressInterval (the bench measured 1 s: 1.1 s of status lag behind the
+// rollout at N=100). Creations and deletions are not delayed: a missing
+// object is repaired at once, and a cold start checks every fleet without
+// waiting.
+const statusSettle = 250 * time.Millisecond
 
 // coalesceUpdates delays the requests h makes for update events by d; the
 // work queue keeps one pending request per fleet, so the updates of a

@@ -259,7 +259,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // owned object changes. The Service's EndpointSlices tell which pods serve;
 // they are watched only for changes of that set. Updates of the Deployment
 // and the slices are gathered for statusSettle, so a rollout's bursts of
-// updates cost one status write each rather than one per update.
+// updates cost one pass rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).

@@ -210,17 +210,24 @@ var _ = Describe("Memcached controller", func() {
 		Expect(cur.Status.Replicas).To(Equal(int32(2)))
 		Expect(cur.Status.ReadyReplicas).To(Equal(int32(2)))
 
+		var created []string
 		Eventually(func(g Gomega) []string {
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			var reasons []string
+			created = nil
 			for _, e := range events.Items {
 				if e.Regarding.UID == mc.UID {
 					reasons = append(reasons, e.Reason)
+					if e.Reason == "Created" {
+						created = append(created, e.Note)
+					}
 				}
 			}
 			return reasons
 		}).Should(ContainElements("Created", cachev1alpha1.ReasonAllReplicasReady))
+		Expect(created).To(Equal([]string{"created Deployment, Service and PodDisruptionBudget for " + mc.Name}),
+			"one event for what the first pass created")
 
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 

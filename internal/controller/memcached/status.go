@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -230,7 +231,15 @@ func deploymentCondition(ds appsv1.DeploymentStatus, t appsv1.DeploymentConditio
 	return nil
 }
 
-// recordTransitions emits an event when an object is created or when
+// joinKinds lists kinds as a sentence: "Deployment, Service and PodDisruptionBudget".
+func joinKinds(kinds []string) string {
+	if len(kinds) == 1 {
+		return kinds[0]
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1]
+}
+
+// recordTransitions emits an event when objects are created or when
 // Available or Degraded flips, never on a pass that changed nothing, so
 // events stay a history of changes rather than a heartbeat. The other
 // conditions tell the same story in kstatus' words and send none.
@@ -239,8 +248,11 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 		return
 	}
 	mc := s.memcached
-	for _, kind := range s.created {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s %s", kind, mc.Name)
+	// One event for what a pass created, not one per object: at a thousand
+	// new fleets each event is a request the API server serves while the
+	// fleets wait for theirs (the bench measured 4.1 event writes a fleet).
+	if len(s.created) > 0 {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s for %s", joinKinds(s.created), mc.Name)
 	}
 	for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded} {
 		c := meta.FindStatusCondition(mc.Status.Conditions, t)
