@@ -158,8 +158,11 @@ var _ = Describe("monitoring with a real Prometheus", Ordered, Label("monitoring
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(ns)))
-		// Short scrape interval and `for`, so the alert fires within the spec.
+		// Short scrape interval and `for`, so the alert fires within the spec;
+		// the chart's helm-test objects go to this suite's namespace (the
+		// operator suite's may not exist yet: suites run in random order).
 		mustRun(helm(append([]string{"install", release, chart}, installArgs(
+			"--set", "test.namespace="+ns,
 			"--set", "metrics.serviceMonitor.enabled=true",
 			"--set", "metrics.serviceMonitor.interval=5s",
 			"--set", "metrics.serviceMonitor.scrapeTimeout=4s",
