@@ -70,6 +70,8 @@ type Reconciler struct {
 	// lastWrite holds when each fleet's status was last written by this
 	// process (types.NamespacedName → time.Time).
 	lastWrite sync.Map
+	// monitored holds the fleets this process gave a ServiceMonitor.
+	monitored sync.Map
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -133,6 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
+			r.monitored.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -35,7 +35,14 @@ type monitoringState struct {
 // over a monitored fleet makes one GET and, when nothing changed, no write.
 func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) error {
 	wanted := policy.ServiceMonitorEnabled(s.spec) && policy.ExporterEnabled(s.spec)
-	had := meta.FindStatusCondition(s.memcached.Status.Conditions, cachev1alpha1.ConditionServiceMonitorReady) != nil
+	key := client.ObjectKeyFromObject(s.memcached)
+	// The condition says a ServiceMonitor may exist; so does this process's
+	// own memory of applying one, which a pass can need first: when the spec
+	// turns monitoring off right after the pass that created it, the next
+	// pass may read the fleet from the cache before the status write that
+	// added the condition has arrived there.
+	_, applied := r.monitored.Load(key)
+	had := applied || meta.FindStatusCondition(s.memcached.Status.Conditions, cachev1alpha1.ConditionServiceMonitorReady) != nil
 	if !wanted && !had {
 		return nil
 	}
@@ -46,7 +53,6 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) erro
 	} else if err != nil {
 		return fmt.Errorf("discovering %s: %w", ServiceMonitorGVK, err)
 	}
-	key := client.ObjectKeyFromObject(s.memcached)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(ServiceMonitorGVK)
 	err := r.apiReader().Get(ctx, key, live)
@@ -56,6 +62,7 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) erro
 		return fmt.Errorf("reading ServiceMonitor %s: %w", key, err)
 	case exists && !metav1.IsControlledBy(live, s.memcached):
 		if !wanted {
+			r.monitored.Delete(key)
 			s.monitoring.removed = true
 			return nil
 		}
@@ -66,9 +73,11 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) erro
 				return fmt.Errorf("deleting ServiceMonitor %s: %w", key, err)
 			}
 		}
+		r.monitored.Delete(key)
 		s.monitoring.removed = true
 		return nil
 	}
+	r.monitored.Store(key, struct{}{})
 	desired := BuildServiceMonitor(s.memcached, s.spec)
 	if exists && serviceMonitorMatches(live, desired) {
 		applyRequests.WithLabelValues("ServiceMonitor", applySkipped).Inc()
