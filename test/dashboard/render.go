@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -137,9 +138,16 @@ func Render(ctx context.Context, d *Dashboard, q RangeQuery, o Options, out stri
 				if len(s.Values) == 0 {
 					continue
 				}
-				pts := make(plotter.XYs, len(s.Values))
-				for i := range s.Values {
-					pts[i].X, pts[i].Y = float64(s.Times[i].Unix()), s.Values[i]
+				// A ratio with nothing to divide is NaN at that step (a hit ratio
+				// before any get); Grafana leaves a gap, so does this.
+				pts := make(plotter.XYs, 0, len(s.Values))
+				for i, v := range s.Values {
+					if !math.IsNaN(v) && !math.IsInf(v, 0) {
+						pts = append(pts, plotter.XY{X: float64(s.Times[i].Unix()), Y: v})
+					}
+				}
+				if len(pts) == 0 {
+					continue
 				}
 				line, err := plotter.NewLine(pts)
 				if err != nil {

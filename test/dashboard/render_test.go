@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,10 @@ func TestRenderChartDashboard(t *testing.T) {
 			s.Times = append(s.Times, ts)
 			s.Values = append(s.Values, float64(ts.Sub(start)/time.Second))
 		}
-		return []Series{s}, nil
+		// What Prometheus answers for a ratio before there is anything to divide.
+		s.Values[0] = math.NaN()
+		nothing := Series{Labels: map[string]string{"pod": "cache-1"}, Times: []time.Time{start}, Values: []float64{math.NaN()}}
+		return []Series{s, nothing}, nil
 	}
 	out := filepath.Join(t.TempDir(), "dashboard.png")
 	res, err := Render(context.Background(), d, fake, Options{
