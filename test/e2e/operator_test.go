@@ -257,13 +257,7 @@ spec: {size: 1}`))
 	// ServiceMonitor API missing: the controller's envtest suite.
 	It("runs the exporter sidecar when monitoring is on: memcached_up 1 on every pod, a set counted", func() {
 		ns, name := appNamespace, "monitored"
-		mustRun(kubectlApply(`apiVersion: cache.example.com/v1alpha1
-kind: Memcached
-metadata: {name: ` + name + `, namespace: ` + ns + `}
-spec:
-  size: 2
-  monitoring:
-    exporter: {enabled: true}`))
+		mustRun(kubectlApply(monitoredFleet(ns, name, "")))
 		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=3m"))
 		Expect(probe(ctx, ns, "set", "memcached", name+"."+ns+".svc:11211")).To(ContainSubstring("set/get ok"))
 
@@ -478,4 +472,17 @@ kind: Memcached
 metadata: {name: rejected, namespace: ` + appNamespace + `}
 spec:
   ` + spec + "\n"
+}
+
+// monitoredFleet is a Memcached of 2 pods with the exporter on; more is YAML
+// added under spec.monitoring (a serviceMonitor line, say).
+func monitoredFleet(ns, name, more string) string {
+	return `apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  size: 2
+  monitoring:
+    exporter: {enabled: true}
+` + more
 }
