@@ -217,8 +217,11 @@ func clusterUp(ctx context.Context, dir, binDir string, nodes int) (*clusterStat
 		// A real control plane's defaults (20 QPS) would make the
 		// controller-manager, not the operator, the bottleneck at N=1000.
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
+		// The operator reads ready pods from EndpointSlices (what clients
+		// resolve); the slice controller's 5 workers made them trail the
+		// rollouts at N=1000, a queue the reference, reading pods, skips.
 		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
-		"--concurrent-gc-syncs=20", "--concurrent-namespace-syncs=10", "--v=1"); err != nil {
+		"--concurrent-service-endpoint-syncs=10", "--concurrent-gc-syncs=20", "--concurrent-namespace-syncs=10", "--v=1"); err != nil {
 		return nil, err
 	}
 	schedConfig := filepath.Join(dir, "scheduler.yaml")

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,8 +144,10 @@ func newWatcher(ctx context.Context, s *clusterState, ns string) (*watcher, erro
 		return nil, err
 	}
 	// Full pods and Deployments: after churn a fleet is restored only when
-	// its pods are Ready and its Deployment available again.
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}} {
+	// its pods are Ready and its Deployment available again. EndpointSlices:
+	// when the cluster's second pipeline (pods → endpointslice controller)
+	// has listed a fleet's pods, which is what its clients resolve.
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &discoveryv1.EndpointSlice{}} {
 		if _, err := cch.GetInformer(ctx, obj); err != nil {
 			cancel()
 			return nil, err
@@ -250,11 +253,45 @@ func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, e
 	return out, nil
 }
 
+// endpointsListed reports the fleets whose Service's EndpointSlices list size
+// ready endpoints: the moment a client resolving the headless Service sees
+// every server, and the earliest a status.nodes read from them can be whole.
+func (w *watcher) endpointsListed(ctx context.Context, size int32) (map[string]bool, error) {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := w.cache.List(ctx, list, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	ready := map[string]map[string]bool{}
+	for i := range list.Items {
+		sl := &list.Items[i]
+		svc := sl.Labels[discoveryv1.LabelServiceName]
+		for _, ep := range sl.Endpoints {
+			if ep.TargetRef == nil || !ptr.Deref(ep.Conditions.Ready, false) {
+				continue
+			}
+			if ready[svc] == nil {
+				ready[svc] = map[string]bool{}
+			}
+			ready[svc][ep.TargetRef.Name] = true
+		}
+	}
+	out := map[string]bool{}
+	for svc, pods := range ready {
+		if int32(len(pods)) == size {
+			out[svc] = true
+		}
+	}
+	return out, nil
+}
+
 // converged is when each fleet became ready (by its status, relative to t0,
 // sorted), and the lag of each behind its Deployment's rollout: the
-// reporting part of the time, as opposed to the cluster's pipeline.
+// reporting part of the time, as opposed to the cluster's pipeline. That
+// lag is split in two: how long the EndpointSlices took to list the rolled
+// out pods (endpointLags, the cluster's work), and how long after both the
+// status said so (afterEndpoints, the client's own work).
 type converged struct {
-	times, lags []time.Duration
+	times, lags, endpointLags, afterEndpoints []time.Duration
 }
 
 // waitConverged polls the bench's cache every 100 ms until n fleets are
@@ -262,6 +299,7 @@ type converged struct {
 func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) (converged, error) {
 	doneAt := map[string]time.Duration{}
 	rolledAt := map[string]time.Duration{}
+	listedAt := map[string]time.Duration{}
 	var last int
 	lastLog := time.Now()
 	err := pollFor(ctx, fmt.Sprintf("%d fleets in %s converged", n, w.ns), timeout, func(ctx context.Context) (bool, error) {
@@ -289,6 +327,15 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 				rolledAt[name] = now
 			}
 		}
+		listed, err := w.endpointsListed(ctx, size)
+		if err != nil {
+			return false, err
+		}
+		for name := range listed {
+			if _, ok := listedAt[name]; !ok && rolled[name] {
+				listedAt[name] = now
+			}
+		}
 		for i := range list.Items {
 			mc := &list.Items[i]
 			if _, ok := doneAt[mc.Name]; ok {
@@ -314,12 +361,19 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 	var c converged
 	for name, d := range doneAt {
 		c.times = append(c.times, d)
-		if r, ok := rolledAt[name]; ok {
-			c.lags = append(c.lags, max(0, d-r))
+		r, ok := rolledAt[name]
+		if !ok {
+			continue
+		}
+		c.lags = append(c.lags, max(0, d-r))
+		if l, ok := listedAt[name]; ok {
+			c.endpointLags = append(c.endpointLags, max(0, l-r))
+			c.afterEndpoints = append(c.afterEndpoints, max(0, d-max(l, r)))
 		}
 	}
-	slices.Sort(c.times)
-	slices.Sort(c.lags)
+	for _, s := range [][]time.Duration{c.times, c.lags, c.endpointLags, c.afterEndpoints} {
+		slices.Sort(s)
+	}
 	return c, err
 }
 

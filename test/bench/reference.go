@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -28,7 +30,7 @@ const referenceFieldOwner = "bench-reference"
 // reference is the physical limit the operator is compared with: a client
 // that makes exactly the writes a fleet needs and nothing else. For a new
 // fleet it applies the operator's own Deployment, Service and
-// PodDisruptionBudget (same builders, same objects), then writes the status
+// PodDisruptionBudget at once (same builders, same objects), then writes the status
 // (referenceStatus) once, when the Deployment is rolled out and every pod is known; after a
 // spec change, one Deployment apply and one status write. It reads through
 // informers like the operator and works with the same number of workers.
@@ -135,18 +137,32 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	applied, reported := r.applied[name], r.reported[name]
 	r.mu.Unlock()
 	if applied < mc.Generation {
-		if err := r.c.Apply(ctx, memcached.BuildDeployment(mc, &spec), client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("reference: applying Deployment %s: %w", name, err)
-		}
+		objects := map[string]runtime.ApplyConfiguration{"Deployment": memcached.BuildDeployment(mc, &spec)}
 		if applied == 0 {
-			if err := r.c.Apply(ctx, memcached.BuildService(mc, &spec), client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
-				return fmt.Errorf("reference: applying Service %s: %w", name, err)
-			}
+			objects["Service"] = memcached.BuildService(mc, &spec)
 			if pdb := memcached.BuildPodDisruptionBudget(mc, &spec); pdb != nil {
-				if err := r.c.Apply(ctx, pdb, client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
-					return fmt.Errorf("reference: applying PodDisruptionBudget %s: %w", name, err)
-				}
+				objects["PodDisruptionBudget"] = pdb
 			}
+		}
+		// At once, as the operator writes a fleet's objects: the same
+		// concurrency budget, so the ratio compares requests, not scheduling.
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			errs []error
+		)
+		for kind, obj := range objects {
+			wg.Go(func() {
+				if err := r.c.Apply(ctx, obj, client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("reference: applying %s %s: %w", kind, name, err))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
 		}
 		r.mu.Lock()
 		r.applied[name] = mc.Generation

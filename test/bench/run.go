@@ -274,19 +274,28 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 			p.ReadyAt = append(p.ReadyAt, round3(t.Seconds()))
 		}
 	}
-	if l := conv.lags; len(l) > 0 {
-		p.StatusLagP50Seconds = round3(l[len(l)/2].Seconds())
-		p.StatusLagP99Seconds = round3(l[min(len(l)-1, len(l)*99/100)].Seconds())
-	}
+	p.StatusLagP50Seconds, p.StatusLagP99Seconds = percentiles(conv.lags)
+	p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds = percentiles(conv.endpointLags)
+	p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds = percentiles(conv.afterEndpoints)
 	if user == userOperator {
 		after, _ := b.op.stats()
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
 		p.PeakRSSMiB = after.PeakRSSMiB
 	}
-	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs; status behind the rollout p50 %.2fs, p99 %.2fs), %d writes (%.2f/fleet; %s)",
-		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds, counts.Writes, p.WritesPerFleet, counts)
+	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs; status behind the rollout p50 %.2fs, p99 %.2fs: endpoints %.2fs/%.2fs, then status %.2fs/%.2fs), %d writes (%.2f/fleet; %s)",
+		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds,
+		p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds, p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds,
+		counts.Writes, p.WritesPerFleet, counts)
 	return p, err
+}
+
+// percentiles are the p50 and p99 of sorted durations, in seconds (0, 0 when empty).
+func percentiles(sorted []time.Duration) (p50, p99 float64) {
+	if len(sorted) == 0 {
+		return 0, 0
+	}
+	return round3(sorted[len(sorted)/2].Seconds()), round3(sorted[min(len(sorted)-1, len(sorted)*99/100)].Seconds())
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }

@@ -109,13 +109,51 @@ type scope struct {
 	// monitoring is what the ServiceMonitor phase found; nil when the fleet
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
-	created    []string
+	// created holds the kinds this pass created (kind → true); the owned
+	// object phases run at once and share it.
+	createdMu sync.Mutex
+	created   map[string]bool
 	// heldFor is set when a progress-only status change was held back: the
 	// pass asks to run again then, when it is due.
 	heldFor time.Duration
 }
 
+func (s *scope) markCreated(kind string) {
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	if s.created == nil {
+		s.created = map[string]bool{}
+	}
+	s.created[kind] = true
+}
+
 type phase func(ctx context.Context, s *scope) error
+
+// ownedPhases write one owned object each and nothing the others read, so a
+// pass runs them at once: a new fleet's objects then cost the time of the
+// slowest one's requests rather than the sum of all of them, which is most
+// of how long a worker spends on a fleet when the API server is busy.
+var ownedPhases = []struct {
+	name string
+	run  func(r *Reconciler) phase
+}{
+	{"deployment", func(r *Reconciler) phase { return r.reconcileDeployment }},
+	{"service", func(r *Reconciler) phase { return r.reconcileService }},
+	{"poddisruptionbudget", func(r *Reconciler) phase { return r.reconcilePodDisruptionBudget }},
+	{"servicemonitor", func(r *Reconciler) phase { return r.reconcileServiceMonitor }},
+}
+
+// createdKinds lists what a pass created in the order the objects are
+// described everywhere else.
+func (s *scope) createdKinds() []string {
+	var kinds []string
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor"} {
+		if s.created[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=list;watch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=patch
@@ -145,28 +183,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: policy.Resolve(&mc.Spec, r.Defaults)}
 
-	var errs []error
-	run := func(name string, p phase) {
+	run := func(name string, p phase) error {
 		err := p(ctx, s)
 		if err != nil && !errors.Is(err, errNamespaceTerminating) {
 			reconcileErrors.WithLabelValues(name, classify([]error{err}).reason).Inc()
 		}
-		errs = append(errs, err)
+		return err
 	}
 	// Nothing is built from a spec that breaks a rule, or that could not be
 	// checked against the running Deployment.
-	run("validate", r.validate)
+	errs := []error{run("validate", r.validate)}
 	switch {
 	case errs[0] != nil:
 	case len(s.invalid) > 0:
 		reconcileErrors.WithLabelValues("validate", cachev1alpha1.ReasonInvalidSpec).Inc()
 	default:
-		run("deployment", r.reconcileDeployment)
-		run("service", r.reconcileService)
-		run("poddisruptionbudget", r.reconcilePodDisruptionBudget)
-		run("servicemonitor", r.reconcileServiceMonitor)
+		owned := make([]error, len(ownedPhases))
+		var wg sync.WaitGroup
+		for i, p := range ownedPhases {
+			wg.Go(func() { owned[i] = run(p.name, p.run(r)) })
+		}
+		wg.Wait()
+		errs = append(errs, owned...)
 	}
-	run("endpoints", r.observeEndpoints)
+	errs = append(errs, run("endpoints", r.observeEndpoints))
 
 	var reported []error
 	terminating := false

@@ -42,7 +42,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 		return err
 	}
 	if created {
-		s.created = append(s.created, "Deployment")
+		s.markCreated("Deployment")
 	}
 	s.deployment = dep
 	return nil

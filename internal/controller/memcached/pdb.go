@@ -22,7 +22,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 	if desired != nil {
 		created, err := applyIfChanged(ctx, r, s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
 		if created {
-			s.created = append(s.created, "PodDisruptionBudget")
+			s.markCreated("PodDisruptionBudget")
 		}
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService)
 	if created {
-		s.created = append(s.created, "Service")
+		s.markCreated("Service")
 	}
 	return err
 }

@@ -89,7 +89,7 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) erro
 		return applyError("ServiceMonitor", key, err)
 	}
 	if !exists {
-		s.created = append(s.created, "ServiceMonitor")
+		s.markCreated("ServiceMonitor")
 	}
 	s.monitoring.applied = true
 	return nil

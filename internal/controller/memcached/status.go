@@ -251,8 +251,8 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	// One event for what a pass created, not one per object: at a thousand
 	// new fleets each event is a request the API server serves while the
 	// fleets wait for theirs (the bench measured 4.1 event writes a fleet).
-	if len(s.created) > 0 {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s for %s", joinKinds(s.created), mc.Name)
+	if kinds := s.createdKinds(); len(kinds) > 0 {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s for %s", joinKinds(kinds), mc.Name)
 	}
 	for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded} {
 		c := meta.FindStatusCondition(mc.Status.Conditions, t)
