@@ -47,6 +47,7 @@ type options struct {
 	maxSize                                int
 	defaultImage                           string
 	exporterImage                          string
+	memoryTarget                           string
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
+	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 64Mi; the chart passes the container's memory request. Empty or 0: none.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
@@ -87,6 +89,12 @@ func run(o options) error {
 	if o.maxSize < 0 || o.maxSize > cachev1alpha1.SizeSchemaMaximum {
 		return fmt.Errorf("--max-size must be between 0 and %d", cachev1alpha1.SizeSchemaMaximum)
 	}
+	target, err := memoryTarget(o.memoryTarget)
+	if err != nil {
+		return err
+	}
+	_, gomemlimitSet := os.LookupEnv("GOMEMLIMIT")
+	applyMemoryTarget(target, gomemlimitSet)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
@@ -77,4 +79,19 @@ func TestIntList(t *testing.T) {
 	g.Expect(intList("")).To(BeEmpty())
 	_, err := intList("x")
 	g.Expect(err).To(HaveOccurred())
+}
+
+// TestMemoryTargetIsTheChartsRequest: the bench runs the operator as the
+// chart's defaults would, heap target included.
+func TestMemoryTargetIsTheChartsRequest(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile("../../charts/memcached-operator/values.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var values struct {
+		Resources struct {
+			Requests map[string]string `json:"requests"`
+		} `json:"resources"`
+	}
+	g.Expect(yaml.Unmarshal(raw, &values)).To(Succeed())
+	g.Expect(values.Resources.Requests).To(HaveKeyWithValue("memory", operatorMemoryTarget))
 }

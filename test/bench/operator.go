@@ -40,6 +40,10 @@ type operatorProc struct {
 	exited                                         chan struct{}
 }
 
+// operatorMemoryTarget is what the chart's default memory request makes the
+// operator's heap aim at.
+const operatorMemoryTarget = "64Mi"
+
 func newOperatorProc(s *clusterState, bin, dir string) (*operatorProc, error) {
 	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator)}
 	for _, p := range []*int{&o.webhookPort, &o.probePort, &o.metricsPort, &o.pprofPort} {
@@ -177,6 +181,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", o.pprofPort),
 		// Webhooks may only judge what the CRD schema allows, up to 1000.
 		"--max-size=1000",
+		"--memory-target=" + operatorMemoryTarget,
 	}, extra...)
 	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)

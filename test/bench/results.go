@@ -28,6 +28,7 @@ type results struct {
 		CI                                bool
 		KwokPodReady                      string
 		OperatorClientQPS                 string
+		OperatorMemoryTarget              string
 	} `json:"config"`
 	Reference       *pairResult       `json:"reference,omitempty"`
 	Operator        *pairResult       `json:"operator,omitempty"`
@@ -47,6 +48,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.Idle, c.ChurnRounds, c.ChurnFraction, c.CI = f.idle.String(), f.churnRounds, f.churnFraction, f.ci
 	c.KwokPodReady = "1.0-1.2 s after scheduling (kwok stage pod-ready with delay)"
 	c.OperatorClientQPS = "no client-side limit (controller-runtime default QPS -1; the operator has no QPS/burst flags)"
+	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
 	return r
 }
 
@@ -72,21 +74,21 @@ type phaseResult struct {
 	ReadyAt []float64 `json:"readyAt,omitempty"`
 	// StatusLag*: how long after its Deployment had rolled out (size pods
 	// of the current generation available) a fleet's status said so.
-	StatusLagP50Seconds      float64       `json:"statusLagP50Seconds"`
-	StatusLagP99Seconds      float64       `json:"statusLagP99Seconds"`
+	StatusLagP50Seconds float64 `json:"statusLagP50Seconds"`
+	StatusLagP99Seconds float64 `json:"statusLagP99Seconds"`
 	// EndpointsLag*: how long after the rollout the fleet's EndpointSlices
 	// listed every pod; StatusAfterEndpoints*: how long after both the
 	// status said Ready. StatusLag is about their sum.
-	EndpointsLagP50Seconds         float64 `json:"endpointsLagP50Seconds"`
-	EndpointsLagP99Seconds         float64 `json:"endpointsLagP99Seconds"`
-	StatusAfterEndpointsP50Seconds float64 `json:"statusAfterEndpointsP50Seconds"`
-	StatusAfterEndpointsP99Seconds float64 `json:"statusAfterEndpointsP99Seconds"`
-	Requests                 requestCounts `json:"requests"`
-	WritesPerFleet           float64       `json:"writesPerFleet"`
-	WritesPerFleetExclEvents float64       `json:"writesPerFleetExclEvents"`
-	CPUSeconds               float64       `json:"cpuSeconds,omitempty"`
-	CPUSecondsPerFleet       float64       `json:"cpuSecondsPerFleet,omitempty"`
-	PeakRSSMiB               float64       `json:"peakRssMiB,omitempty"`
+	EndpointsLagP50Seconds         float64       `json:"endpointsLagP50Seconds"`
+	EndpointsLagP99Seconds         float64       `json:"endpointsLagP99Seconds"`
+	StatusAfterEndpointsP50Seconds float64       `json:"statusAfterEndpointsP50Seconds"`
+	StatusAfterEndpointsP99Seconds float64       `json:"statusAfterEndpointsP99Seconds"`
+	Requests                       requestCounts `json:"requests"`
+	WritesPerFleet                 float64       `json:"writesPerFleet"`
+	WritesPerFleetExclEvents       float64       `json:"writesPerFleetExclEvents"`
+	CPUSeconds                     float64       `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerFleet             float64       `json:"cpuSecondsPerFleet,omitempty"`
+	PeakRSSMiB                     float64       `json:"peakRssMiB,omitempty"`
 }
 
 type idleResult struct {

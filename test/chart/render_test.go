@@ -304,6 +304,10 @@ func TestDefaultValues(t *testing.T) {
 	g.Expect(r.kinds()).NotTo(HaveKey("NetworkPolicy"))
 	g.Expect(r.kinds()).NotTo(HaveKey("ServiceMonitor"))
 	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--watch-namespaces")))
+	// The garbage collector aims at the memory request, read through the downward API.
+	g.Expect(operatorContainer(t, r).Args).To(ContainElement("--memory-target=$(MEMORY_REQUEST)"))
+	g.Expect(operatorContainer(t, r).Env).To(ContainElement(corev1.EnvVar{Name: "MEMORY_REQUEST",
+		ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}}))
 
 	// The CA chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
 	selfSigned := r.find("Issuer", namespace, fullname+"-selfsigned")
