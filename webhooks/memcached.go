@@ -7,6 +7,7 @@ package webhooks
 import (
 	"context"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,8 +51,14 @@ type Defaulter struct {
 
 var _ admission.Defaulter[*cachev1alpha1.Memcached] = &Defaulter{}
 
-// Default implements admission.Defaulter.
-func (d *Defaulter) Default(_ context.Context, mc *cachev1alpha1.Memcached) error {
+// Default implements admission.Defaulter. A create gets every default; an
+// update only those that exist fleets had from the start, so that editing a
+// fleet created before a default existed does not change its pods.
+func (d *Defaulter) Default(ctx context.Context, mc *cachev1alpha1.Memcached) error {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		policy.DefaultCreate(&mc.Spec, d.Config)
+		return nil
+	}
 	policy.Default(&mc.Spec, d.Config)
 	return nil
 }

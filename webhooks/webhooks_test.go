@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/test/testenv"
 )
 
@@ -76,6 +77,23 @@ var _ = Describe("Defaulting webhook", func() {
 		Expect(s.Threads).To(BeNil(), "derived when pods are built, never stored")
 		Expect(*s.MaxItemSize).To(Equal("1m"))
 		Expect(*s.Verbosity).To(BeZero())
+	})
+
+	It("sets nodeLossTolerationSeconds on create only, so editing a fleet older than the field never rolls it", func() {
+		ns := newNamespace()
+		mc := memcachedIn(ns, nil)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Expect(mc.Spec.NodeLossTolerationSeconds).To(HaveValue(Equal(policy.DefaultNodeLossTolerationSeconds)))
+
+		By("a fleet without the field, as one created before it existed")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec/nodeLossTolerationSeconds"}]`)))).To(Succeed())
+		Expect(mc.Spec.NodeLossTolerationSeconds).To(BeNil())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"edited":"yes"}},"spec":{"size":2}}`)))).To(Succeed())
+		Expect(mc.Spec.NodeLossTolerationSeconds).To(BeNil(), "an update does not add it")
+
+		By("the schema bounds it")
+		err := k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeLossTolerationSeconds":-1}}`)))
+		Expect(invalidFields(err)).To(ConsistOf("spec.nodeLossTolerationSeconds"))
 	})
 
 	It("keeps what the user set and stores no derived value, so the memory limit can later go down or up", func() {

@@ -20,6 +20,9 @@ const (
 	DefaultMaxItemSize          = "1m"
 	DefaultVerbosity      int32 = 0
 	DefaultPullPolicy           = corev1.PullIfNotPresent
+	// DefaultNodeLossTolerationSeconds replaces a lost node's cache pods
+	// after 30 s rather than Kubernetes' 300 s.
+	DefaultNodeLossTolerationSeconds int64 = 30
 
 	// memoryHeadroomPercent leaves room inside the container limit for
 	// memcached's connection buffers and hash table, which -m does not count.
@@ -74,6 +77,16 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	if ExporterEnabled(spec) && spec.Monitoring.Exporter.Image == nil && cfg.ExporterImage != "" {
 		spec.Monitoring.Exporter.Image = ptr.To(cfg.ExporterImage)
 	}
+}
+
+// DefaultCreate is Default for a new fleet: it also sets the fields whose
+// default must not reach fleets that exist already, because it changes the
+// pod template and would replace every pod of every fleet when an operator
+// upgrade brings it (nodeLossTolerationSeconds). Resolve leaves them as
+// stored.
+func DefaultCreate(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
+	Default(spec, cfg)
+	setIfNil(&spec.NodeLossTolerationSeconds, DefaultNodeLossTolerationSeconds)
 }
 
 // Resolve is the spec the pods are built from: Default's values, then item

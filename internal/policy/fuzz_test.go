@@ -27,7 +27,8 @@ func seed(f *testing.F) {
 
 // FuzzDefault: defaulting is idempotent, never changes a value the user set,
 // and resolving a stored (defaulted) spec builds the same pods as resolving
-// the spec as written.
+// the spec as written. Defaulting a create differs only by the create-only
+// fields, which an update's defaulting never sets.
 func FuzzDefault(f *testing.F) {
 	seed(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -49,6 +50,23 @@ func FuzzDefault(f *testing.F) {
 		}
 		if !apiequality.Semantic.DeepEqual(policy.Resolve(&in, cfg), policy.Resolve(&once, cfg)) {
 			t.Fatalf("resolving the stored spec differs from resolving the written one")
+		}
+		if !apiequality.Semantic.DeepEqual(once.NodeLossTolerationSeconds, in.NodeLossTolerationSeconds) {
+			t.Fatalf("Default, which updates use, set nodeLossTolerationSeconds: it would roll fleets older than the field")
+		}
+		created := *in.DeepCopy()
+		policy.DefaultCreate(&created, cfg)
+		again := *created.DeepCopy()
+		policy.DefaultCreate(&again, cfg)
+		if !apiequality.Semantic.DeepEqual(created, again) {
+			t.Fatalf("DefaultCreate is not idempotent:\n%+v\n%+v", created, again)
+		}
+		if created.NodeLossTolerationSeconds == nil || in.NodeLossTolerationSeconds != nil && *in.NodeLossTolerationSeconds != *created.NodeLossTolerationSeconds {
+			t.Fatalf("DefaultCreate left nodeLossTolerationSeconds unset or changed the user's %v", in.NodeLossTolerationSeconds)
+		}
+		created.NodeLossTolerationSeconds = once.NodeLossTolerationSeconds
+		if !apiequality.Semantic.DeepEqual(created, once) {
+			t.Fatalf("DefaultCreate differs from Default by more than the create-only fields")
 		}
 	})
 }

@@ -162,6 +162,8 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 		}
 		sp.Monitoring = m
 	}
+	// Drawn last, so the seed corpora keep producing the specs they did.
+	sp.NodeLossTolerationSeconds = opt(s, []int64{0, 30, 300, 86400}, []int64{-1, 86401})
 	return mc
 }
 

@@ -127,6 +127,20 @@ type MemcachedSpec struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// nodeLossTolerationSeconds is how long a pod stays bound to a node that
+	// is not ready or unreachable before it is evicted and replaced on
+	// another node (tolerations for node.kubernetes.io/not-ready and
+	// node.kubernetes.io/unreachable, effect NoExecute). A cache pod on a lost
+	// node serves nobody, so new fleets get 30 s at creation instead of
+	// Kubernetes' 300 s. Unset (fleets created with webhooks off, or before
+	// this field existed) leaves Kubernetes' default, so an operator upgrade
+	// never rolls existing fleets to add it. A toleration in tolerations for
+	// the same key wins.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	NodeLossTolerationSeconds *int64 `json:"nodeLossTolerationSeconds,omitempty"`
+
 	// affinity is the pods' full affinity. When it sets podAntiAffinity,
 	// antiAffinityPreset is ignored.
 	// +optional

@@ -197,6 +197,11 @@ func (in *MemcachedSpec) DeepCopyInto(out *MemcachedSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.NodeLossTolerationSeconds != nil {
+		in, out := &in.NodeLossTolerationSeconds, &out.NodeLossTolerationSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Affinity != nil {
 		in, out := &in.Affinity, &out.Affinity
 		*out = new(v1.Affinity)

@@ -113,6 +113,45 @@ func TestBuildDeployment(t *testing.T) {
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
 		},
+	}, {
+		name: "no nodeLossTolerationSeconds (a fleet older than the field): no toleration, Kubernetes' default applies",
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Tolerations).To(BeEmpty())
+		},
+	}, {
+		name: "nodeLossTolerationSeconds tolerates a not-ready or unreachable node for that long",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.NodeLossTolerationSeconds = ptr.To[int64](30)
+			s.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Tolerations).To(ConsistOf(
+				corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+				corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+				corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+			), "a NoSchedule toleration does not cover eviction")
+		},
+	}, {
+		name: "a user's toleration of the same taint wins",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.NodeLossTolerationSeconds = ptr.To[int64](30)
+			s.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](600)}}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Tolerations).To(ConsistOf(
+				corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](600)},
+				corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+			))
+		},
+	}, {
+		name: "a toleration of every taint covers both",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.NodeLossTolerationSeconds = ptr.To[int64](0)
+			s.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Tolerations).To(Equal([]corev1.Toleration{{Operator: corev1.TolerationOpExists}}))
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -88,6 +89,9 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 	}
 	for i := range spec.Tolerations {
 		podSpec.WithTolerations(toleration(&spec.Tolerations[i]))
+	}
+	for _, t := range nodeLossTolerations(spec) {
+		podSpec.WithTolerations(toleration(&t))
 	}
 	if a := buildAffinity(instance, spec); a != nil {
 		podSpec.WithAffinity(a)
@@ -234,6 +238,25 @@ func topologySpread(instance string, c *corev1.TopologySpreadConstraint) *corev1
 		c.LabelSelector = &metav1.LabelSelector{MatchLabels: selectorLabels(instance)}
 	}
 	return mustConvert[corev1ac.TopologySpreadConstraintApplyConfiguration](c)
+}
+
+// nodeLossTolerations bound how long pods stay on a node that stopped
+// answering (spec.nodeLossTolerationSeconds), for each taint the user's own
+// tolerations do not already cover with a NoExecute effect.
+func nodeLossTolerations(spec *cachev1alpha1.MemcachedSpec) []corev1.Toleration {
+	if spec.NodeLossTolerationSeconds == nil {
+		return nil
+	}
+	var out []corev1.Toleration
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		taint := &corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute}
+		if slices.ContainsFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.ToleratesTaint(klog.Background(), taint, false) }) {
+			continue
+		}
+		out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+			TolerationSeconds: ptr.To(*spec.NodeLossTolerationSeconds)})
+	}
+	return out
 }
 
 func toleration(t *corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
