@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"hash/fnv"
 	"net"
 	"sort"
 	"strconv"
@@ -93,7 +93,7 @@ func load(name string, port string, rate int, d time.Duration) (loadReport, erro
 		default:
 			key = stored[(i*7919)%len(stored)]
 		}
-		addr := servers[int(crc32.ChecksumIEEE([]byte(key)))%len(servers)]
+		addr := serverFor(key, servers)
 		c := conns[addr]
 		if c == nil {
 			var err error
@@ -133,6 +133,34 @@ func load(name string, port string, rate int, d time.Duration) (loadReport, erro
 	}
 	rep.servers = len(seen)
 	return rep, nil
+}
+
+// serverFor picks a key's server the way memcached clients do, so that a
+// server leaving or joining moves only its own share of the keys
+// (rendezvous hashing: the server with the highest hash of key and server
+// wins). With key modulo server count, as naive clients do, one pod
+// replaced would move most keys and the load would count them lost.
+func serverFor(key string, servers []string) string {
+	var best string
+	var bestScore uint64
+	for _, s := range servers {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(s + "/" + key))
+		if score := mix64(h.Sum64()); best == "" || score > bestScore {
+			best, bestScore = s, score
+		}
+	}
+	return best
+}
+
+// mix64 is splitmix64's finalizer: FNV alone spreads similar strings
+// unevenly, which skews which server wins.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 type mcConn struct {
