@@ -86,6 +86,14 @@ func probe(ctx context.Context, ns, name, mode, arg string) string {
 // probeArgs is probe with any arguments (`probe load NAME PORT RATE DURATION`).
 func probeArgs(ctx context.Context, ns, name string, args ...string) string {
 	GinkgoHelper()
+	return probeLog(ctx, startProbe(ctx, ns, name, args...))
+}
+
+// startProbe starts the probe image with args in a pod of ns and returns
+// the pod without waiting (a load that runs while a spec does something
+// else); probeLog waits for it. The pod is deleted when the spec ends.
+func startProbe(ctx context.Context, ns, name string, args ...string) *corev1.Pod {
+	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -100,11 +108,21 @@ func probeArgs(ctx context.Context, ns, name string, args ...string) string {
 	}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() { _ = k8s.Delete(context.Background(), pod) })
+	return pod
+}
+
+// probeLog waits until a probe pod has succeeded and returns its log.
+func probeLog(ctx context.Context, pod *corev1.Pod) string {
+	GinkgoHelper()
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		if pod.Status.Phase == corev1.PodFailed {
+			out, _ := kubectl("logs", "-n", pod.Namespace, pod.Name)
+			StopTrying("probe pod " + pod.Name + " failed:\n" + out).Now()
+		}
 		return pod.Status.Phase
-	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
-	return mustRun(kubectl("logs", "-n", ns, pod.Name))
+	}).WithTimeout(12 * time.Minute).Should(Equal(corev1.PodSucceeded), "a probe runs at most 10 minutes")
+	return mustRun(kubectl("logs", "-n", pod.Namespace, pod.Name))
 }
 
 // dumpOnFailure prints what a person debugging a failed spec looks at first.
