@@ -359,6 +359,10 @@ const (
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonRollingOut: the Deployment is replacing or adding pods.
 	ReasonRollingOut = "RollingOut"
+	// ReasonPodsUnschedulable: a pod the rollout waits for fits on no node
+	// (the scheduler's reason is in the message); adding or freeing nodes,
+	// or changing the spec, lets the rollout go on.
+	ReasonPodsUnschedulable = "PodsUnschedulable"
 	// ReasonRolloutComplete: the Deployment has caught up with the spec.
 	ReasonRolloutComplete = "RolloutComplete"
 	// ReasonReconcileFailed: applying an owned object failed; it is retried.

@@ -265,10 +265,11 @@ func TestComputeStatus(t *testing.T) {
 	type conds map[string]string // type -> "Status/Reason"
 	tests := []struct {
 		name    string
-		dep     *appsv1.Deployment
-		invalid field.ErrorList
-		err     error
-		want    conds
+		dep           *appsv1.Deployment
+		invalid       field.ErrorList
+		err           error
+		unschedulable int
+		want          conds
 	}{
 		{name: "new fleet: the Deployment was just created",
 			dep: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}},
@@ -283,6 +284,11 @@ func TestComputeStatus(t *testing.T) {
 			want: conds{"Available": "True/ReplicasAvailable", "Progressing": "True/RollingOut", "Ready": "False/RollingOut"}},
 		{name: "scaling up: fewer pods available than size", dep: dep(3, 3, 2, 2, true),
 			want: conds{"Available": "False/ReplicasNotReady", "Ready": "False/RollingOut"}},
+		{name: "a pod that fits on no node: the rollout says why, and is not stalled (a node may come)", dep: dep(3, 3, 2, 2, true), unschedulable: 1,
+			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/PodsUnschedulable", "Ready": "False/PodsUnschedulable",
+				"Reconciling": "True/PodsUnschedulable", "Stalled": "False/Reconciled", "Degraded": "False/Reconciled"}},
+		{name: "an unschedulable surplus pod of a rolled-out fleet changes nothing", dep: dep(3, 3, 3, 3, true), unschedulable: 1,
+			want: conds{"Progressing": "False/RolloutComplete", "Ready": "True/AllReplicasReady"}},
 		{name: "a transient failure is retried: Reconciling, not Stalled", dep: dep(3, 3, 3, 3, true), err: errTest,
 			want: conds{"Available": "True/AllReplicasReady", "Degraded": "True/ReconcileFailed", "Ready": "False/ReconcileFailed",
 				"Reconciling": "True/ReconcileFailed", "Stalled": "False/Reconciled"}},
@@ -300,7 +306,7 @@ func TestComputeStatus(t *testing.T) {
 			// What an earlier pass saw; a pass that does not observe keeps it.
 			mc.Status.Replicas, mc.Status.ReadyReplicas, mc.Status.Nodes = 3, 3, []string{"old"}
 			obs := memcached.Observation{Spec: spec, Deployment: tt.dep, Nodes: []string{"a", "b", "c"}, NodesObserved: tt.err == nil,
-				Invalid: tt.invalid}
+				Invalid: tt.invalid, Unschedulable: tt.unschedulable, UnschedulableMessage: "0/3 nodes are available"}
 			if tt.err != nil {
 				obs.Errors = []error{tt.err}
 			}

@@ -106,6 +106,10 @@ type scope struct {
 	// nodes are the ready pods; nodesObserved is false when listing failed.
 	nodes         []string
 	nodesObserved bool
+	// unschedulable counts the pods no node fits, with the scheduler's
+	// message for one of them.
+	unschedulable    int
+	unschedulableMsg string
 	// monitoring is what the ServiceMonitor phase found; nil when the fleet
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
@@ -162,6 +166,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 
@@ -206,7 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		wg.Wait()
 		errs = append(errs, owned...)
 	}
-	errs = append(errs, run("endpoints", r.observeEndpoints))
+	errs = append(errs, run("endpoints", r.observeEndpoints), run("pods", r.observeUnschedulable))
 
 	var reported []error
 	terminating := false
@@ -312,6 +317,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
 			builder.WithPredicates(readyPodsChanged)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(schedulingChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)

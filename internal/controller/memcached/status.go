@@ -34,6 +34,10 @@ type Observation struct {
 	// Monitoring is what the ServiceMonitor phase found; nil when it had
 	// nothing to do or did not run.
 	Monitoring *monitoringState
+	// Unschedulable counts the fleet's pods the scheduler found no node
+	// for, and UnschedulableMessage is the scheduler's word on one of them.
+	Unschedulable        int
+	UnschedulableMessage string
 }
 
 // updateStatus sets the status from what the phases observed; it reads no
@@ -43,6 +47,7 @@ func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	ComputeStatus(s.memcached, Observation{
 		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
 		Invalid: s.invalid, Errors: errs, Monitoring: s.monitoring,
+		Unschedulable: s.unschedulable, UnschedulableMessage: s.unschedulableMsg,
 	})
 	r.recordTransitions(s, before)
 }
@@ -108,6 +113,7 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	// Available and Progressing, from the Deployment when it was observed.
 	rolledOut := false
 	progressMsg := "the operator has not observed the fleet's Deployment yet"
+	progressReason := cachev1alpha1.ReasonRollingOut
 	if dep := o.Deployment; dep != nil {
 		ds := dep.Status
 		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
@@ -129,10 +135,14 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		} else {
 			progressMsg = "the Deployment has not yet observed the spec applied to it"
 		}
+		if !rolledOut && o.Unschedulable > 0 {
+			progressReason = cachev1alpha1.ReasonPodsUnschedulable
+			progressMsg = fmt.Sprintf("%s; %d pod(s) fit on no node: %s", progressMsg, o.Unschedulable, o.UnschedulableMessage)
+		}
 		if rolledOut {
 			set(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
 		} else {
-			set(cachev1alpha1.ConditionProgressing, true, cachev1alpha1.ReasonRollingOut, progressMsg)
+			set(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
 		}
 	} else {
 		// Not observed: keep what was last known, or say why there is nothing yet.
@@ -178,12 +188,12 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	case degradedReason != "":
 		set(cachev1alpha1.ConditionReady, false, degradedReason, degradedMsg)
 	default:
-		set(cachev1alpha1.ConditionReady, false, cachev1alpha1.ReasonRollingOut, progressMsg)
+		set(cachev1alpha1.ConditionReady, false, progressReason, progressMsg)
 	}
 	if ready || stalled {
 		set(cachev1alpha1.ConditionReconciling, false, meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionReady).Reason, "nothing left to do until something changes")
 	} else {
-		reason := cachev1alpha1.ReasonRollingOut
+		reason := progressReason
 		msg := progressMsg
 		if f.transient {
 			reason, msg = f.reason, degradedMsg

@@ -1,0 +1,107 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// observeUnschedulable finds the fleet's pods that no node fits, so that a
+// rollout waiting on them says why instead of only counting pods. The
+// Deployment and its ReplicaSet do not report it; the pods' PodScheduled
+// condition does.
+func (r *Reconciler) observeUnschedulable(ctx context.Context, s *scope) error {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingLabels{
+		LabelInstance: s.memcached.Name, LabelManagedBy: ManagedByValue,
+	}); err != nil {
+		return fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	}
+	s.unschedulable, s.unschedulableMsg = Unschedulable(list.Items)
+	return nil
+}
+
+// Unschedulable counts the pods the scheduler found no node for, and
+// returns the message of the first of them by name (stable from pass to
+// pass, so an unchanged situation writes no status).
+func Unschedulable(pods []corev1.Pod) (int, string) {
+	n, first, msg := 0, "", ""
+	for i := range pods {
+		p := &pods[i]
+		if c := unschedulableCondition(p); c != nil && p.DeletionTimestamp == nil {
+			n++
+			if first == "" || p.Name < first {
+				first, msg = p.Name, c.Message
+			}
+		}
+	}
+	return n, msg
+}
+
+func unschedulableCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c
+		}
+	}
+	return nil
+}
+
+// schedulingOnly keeps of a cached pod only what observeUnschedulable and
+// the event handler read: a fleet of a thousand pods then costs little
+// memory, and a pod's own churn (IPs, container states) changes nothing.
+func schedulingOnly(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+	}}
+	if c := unschedulableCondition(p); c != nil {
+		out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+	}
+	return out, nil
+}
+
+// schedulingChanged passes the pod events that can change what
+// observeUnschedulable finds: a pod becoming or ceasing to be unschedulable
+// (or its reason changing), and an unschedulable pod going away. Every other
+// pod event is the EndpointSlices' and the Deployment's business.
+var schedulingChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isUnschedulable(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return unschedulableMessage(e.ObjectOld) != unschedulableMessage(e.ObjectNew)
+	},
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isUnschedulable(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func unschedulableMessage(o client.Object) string {
+	if p, ok := o.(*corev1.Pod); ok {
+		if c := unschedulableCondition(p); c != nil {
+			return "unschedulable: " + c.Message
+		}
+	}
+	return ""
+}
+
+func isUnschedulable(o client.Object) bool { return unschedulableMessage(o) != "" }
+
+// podToMemcached maps a pod to its fleet by the instance label.
+func podToMemcached(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[LabelInstance]
+	if o.GetLabels()[LabelManagedBy] != ManagedByValue || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

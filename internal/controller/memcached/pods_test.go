@@ -1,0 +1,68 @@
+package memcached
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+func pod(name, message string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: podLabels("cache", nil)},
+		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "memcached"}}},
+		Status:     corev1.PodStatus{PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	if message != "" {
+		p.Spec.NodeName = ""
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: message}}
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func TestUnschedulable(t *testing.T) {
+	g := NewWithT(t)
+	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
+	n, msg := Unschedulable([]corev1.Pod{*pod("c", "no node c"), *pod("a", ""), *pod("b", "no node b"), *pod("d", "gone", deleting)})
+	g.Expect(n).To(Equal(2), "a pod being deleted is not waited for")
+	g.Expect(msg).To(Equal("no node b"), "the first by name, so passes agree")
+	n, msg = Unschedulable(nil)
+	g.Expect(n).To(BeZero())
+	g.Expect(msg).To(BeEmpty())
+}
+
+// TestSchedulingOnly: the cached pod keeps what is read, drops the rest,
+// and the event filter passes only changes of schedulability.
+func TestSchedulingOnly(t *testing.T) {
+	g := NewWithT(t)
+	strip := func(p *corev1.Pod) *corev1.Pod {
+		out, err := schedulingOnly(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		return out.(*corev1.Pod)
+	}
+	waiting := strip(pod("a", "0/3 nodes are available"))
+	g.Expect(waiting.Labels).To(HaveKeyWithValue(LabelInstance, "cache"))
+	g.Expect(waiting.Spec.Containers).To(BeEmpty())
+	n, msg := Unschedulable([]corev1.Pod{*waiting})
+	g.Expect(n).To(Equal(1))
+	g.Expect(msg).To(Equal("0/3 nodes are available"))
+
+	running := strip(pod("a", ""))
+	g.Expect(running.Status).To(Equal(corev1.PodStatus{}), "a scheduled pod's status is of no use here")
+	moved := strip(pod("a", "", func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.2" }))
+
+	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: moved})).To(BeFalse(), "pod churn is not a scheduling change")
+	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: waiting})).To(BeTrue())
+	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: running})).To(BeTrue(), "scheduled at last")
+	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: strip(pod("a", "0/4 nodes are available"))})).To(BeTrue())
+	g.Expect(schedulingChanged.Create(event.CreateEvent{Object: running})).To(BeFalse())
+	g.Expect(schedulingChanged.Create(event.CreateEvent{Object: waiting})).To(BeTrue())
+	g.Expect(schedulingChanged.Delete(event.DeleteEvent{Object: waiting})).To(BeTrue())
+	g.Expect(podToMemcached(t.Context(), waiting)).To(HaveLen(1))
+	g.Expect(podToMemcached(t.Context(), &corev1.Pod{})).To(BeEmpty())
+}
