@@ -84,9 +84,9 @@ phase "unmounted"
 
 # 3. The network namespaces (with them the veth pairs, the bridge, cni0 and
 # every iptables rule).
-for ns in "$NETNS" "$NETNS"-[2-9] "$BRIDGE_NETNS"; do
-  if [[ -e /run/netns/$ns ]]; then
-    ip netns delete "$ns" 2>/dev/null || { umount "/run/netns/$ns" 2>/dev/null; rm -f "/run/netns/$ns"; }
+for f in /run/netns/"$NETNS" /run/netns/"$NETNS"-[2-9] /run/netns/"$BRIDGE_NETNS"; do
+  if [[ -e $f ]]; then
+    ip netns delete "${f##*/}" 2>/dev/null || { umount "$f" 2>/dev/null; rm -f "$f"; }
   fi
 done
 # `ip netns add` made /run/netns a mount point of its own: undo it once empty.
@@ -115,8 +115,8 @@ fi
 
 # 5. Empty cgroups the kubelet and containerd made (cgroup v1: one tree per controller).
 for tree in /sys/fs/cgroup/*/; do
-  for d in kubepods kubepods.slice k8s.io system.slice/containerd.service mcop-"$NODE_NAME"-[2-9]; do
-    [[ -d $tree$d ]] && find "$tree$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  for d in "$tree"{kubepods,kubepods.slice,k8s.io,system.slice/containerd.service} "$tree"mcop-"$NODE_NAME"-[2-9]; do
+    [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
   done
 done
 true

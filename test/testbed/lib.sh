@@ -86,7 +86,6 @@ NODE_FIXED_PATHS=(/var/lib/kubelet /var/lib/cni /run/containerd /var/log/pods /v
 node_env() {
   local i=$1
   [[ $i =~ ^[1-9]$ ]] || die "node index $i out of range 1..$MAX_NODES"
-  N_INDEX=$i
   N_IP=10.250.0.$i
   N_POD_CIDR=10.244.$((i - 1)).0/24
   # Two zones, alternating: testbed, testbed-3, ... in zone-a; testbed-2,
@@ -207,7 +206,7 @@ node_cgroups() {
 # start_node_runtime I: node I's containerd (its configuration written by
 # cluster-up.sh); returns once it answers.
 start_node_runtime() {
-  local i=$1
+  local i=$1 pid
   node_cgroups "$i"
   node_env "$i"
   start "containerd$N_SFX" --node "$i" "$("$TOOL" containerd)" --config "$N_ETC/containerd.toml" --log-level warn

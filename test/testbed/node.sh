@@ -77,10 +77,10 @@ case $cmd in
     # of the new kubelet (RFC 3339 times in UTC compare as strings).
     ready_again() {
       local status beat
-      read -r status beat < <(ready_condition "$name")
+      read -r status beat < <(ready_condition "$1"; echo)
       [[ $status == True && ! $beat < $since ]]
     }
-    wait_for "kubelet$N_SFX" 120 ready_again
+    wait_for "kubelet$N_SFX" 120 ready_again "$name"
     log "node $name started, Ready in $((SECONDS - t0))s"
     ;;
   *) usage ;;
