@@ -1,4 +1,4 @@
-# Real single-node Kubernetes testbed (test/testbed/README.md), included by the Makefile.
+# Real Kubernetes testbed of one or more nodes (test/testbed/README.md), included by the Makefile.
 
 TESTBED_DIR ?= $(CURDIR)/_output/testbed
 export TESTBED_DIR
@@ -8,6 +8,13 @@ TESTBED_KUBECONFIG := $(TESTBED_DIR)/kubeconfig
 # (test/testbed/monitoring); `make test-e2e` always asks for it.
 MONITORING ?= 0
 export WITH_MONITORING = $(MONITORING)
+# NODES=N: the testbed has N nodes (1 to 9): node 1 runs the control plane and
+# is schedulable, nodes 2..N are workers, each in network and mount
+# namespaces of its own. `make test-e2e NODES=3` passes it on.
+NODES ?= 1
+export TESTBED_NODES = $(NODES)
+# NODE=name for node-stop and node-start (testbed, testbed-2, ...).
+NODE ?=
 # Debian packages the testbed needs (runc, CNI plugins, iptables, conntrack,
 # memcached for its image, gcc and libc6-dev for the static pause binary).
 TESTBED_DEBS := runc containernetworking-plugins iptables conntrack memcached gcc libc6-dev util-linux iproute2 kmod
@@ -33,14 +40,29 @@ images: cluster-deps ## Build the testbed's OCI image archives (operator image e
 	test/testbed/images.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster + cert-manager (MONITORING=1: + prometheus-operator and Prometheus); kubeconfig in $(TESTBED_DIR)/kubeconfig.
+cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus); kubeconfig in $(TESTBED_DIR)/kubeconfig.
 	test/testbed/cluster-up.sh
+
+.PHONY: node-stop
+node-stop: ## Kill one node of the running testbed at once (NODE=testbed-2): kubelet, containerd, kube-proxy, shims, containers.
+	@[ -n "$(NODE)" ] || { echo 'NODE=<name> is required (testbed, testbed-2, ...)'; exit 2; }
+	test/testbed/node.sh stop $(NODE)
+
+.PHONY: node-start
+node-start: ## Start a stopped node again (NODE=testbed-2); returns once it is Ready.
+	@[ -n "$(NODE)" ] || { echo 'NODE=<name> is required (testbed, testbed-2, ...)'; exit 2; }
+	test/testbed/node.sh start $(NODE)
+
+.PHONY: cluster-status
+cluster-status: ## Every node of the running testbed: its processes and Ready condition; the cluster's resident memory.
+	@test/testbed/node.sh status
+	@test/testbed/memory.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the testbed cluster and remove everything it left (safe twice, after a crash).
 	test/testbed/cluster-down.sh
 
 .PHONY: test-cluster-smoke
-test-cluster-smoke: ## Smoke test of the running testbed (pods, Services, DNS, memcached, cert-manager).
+test-cluster-smoke: ## Smoke test of the running testbed (pods, Services, DNS from every node, memcached, cert-manager).
 	KUBECONFIG=$(TESTBED_KUBECONFIG) TESTBED_DIR=$(TESTBED_DIR) \
 	  go test -tags e2e ./test/e2e/ -count=1 -timeout 15m -v -args -ginkgo.label-filter=cluster-smoke -ginkgo.v

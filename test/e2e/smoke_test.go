@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -23,8 +25,11 @@ import (
 
 // The smoke test of the testbed itself: a real kubelet runs real containers,
 // kube-proxy routes ClusterIPs, CoreDNS answers Service names, memcached
-// answers set/get, and cert-manager issues a certificate. Everything runs in
-// a namespace that enforces the "restricted" Pod Security Standard.
+// answers set/get, and cert-manager issues a certificate. On a cluster of
+// several nodes (make cluster-up NODES=3) every node runs a pod, and every
+// node reaches the next one's pod directly, through a Service and by name.
+// Everything runs in a namespace that enforces the "restricted" Pod Security
+// Standard.
 var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 	const (
 		timeout = 2 * time.Minute
@@ -79,13 +84,15 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 			g.Expect(ready).To(BeTrue(), "pod %s not Ready", name)
 		}
 	}
-	// runProbe runs the probe image as a pod to completion and returns the last
-	// line of its log: its result (earlier lines are the attempts it retried).
-	runProbe := func(name string, args ...string) string {
+	// runProbeOn runs the probe image as a pod to completion on node (any
+	// node when empty) and returns the last line of its log: its result
+	// (earlier lines are the attempts it retried).
+	runProbeOn := func(node, name string, args ...string) string {
 		GinkgoHelper()
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: corev1.PodSpec{
+				NodeSelector:                  onNode(node),
 				RestartPolicy:                 corev1.RestartPolicyNever,
 				TerminationGracePeriodSeconds: ptr.To[int64](1),
 				Containers: []corev1.Container{{
@@ -111,6 +118,10 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		lines := strings.Split(strings.TrimSpace(logs()), "\n")
 		return lines[len(lines)-1]
+	}
+	runProbe := func(name string, args ...string) string {
+		GinkgoHelper()
+		return runProbeOn("", name, args...)
 	}
 
 	It("runs a pod", func() {
@@ -182,6 +193,101 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 		// The short name, through the pod's search path, end to end.
 		out = runProbe("dns-http", "http", "http://web/")
 		Expect(out).To(HavePrefix("web-"))
+	})
+
+	// The cluster's nodes, as cluster-up.sh made them (cluster.env) and as the
+	// API server lists them.
+	var nodes []corev1.Node
+	It("has every node Ready, each with a pod CIDR of its own and a zone", func() {
+		want := strings.Fields(cluster["NODE_NAMES"])
+		Expect(want).NotTo(BeEmpty(), "cluster.env names no nodes: start the testbed with `make cluster-up`")
+		Eventually(func(g Gomega) {
+			list := &corev1.NodeList{}
+			g.Expect(k8s.List(ctx, list)).To(Succeed())
+			nodes = list.Items
+			names := make([]string, 0, len(nodes))
+			cidrs := map[string]string{}
+			for _, n := range nodes {
+				names = append(names, n.Name)
+				g.Expect(nodeReady(&n)).To(BeTrue(), "node %s not Ready", n.Name)
+				g.Expect(n.Labels).To(HaveKeyWithValue("topology.kubernetes.io/zone", Not(BeEmpty())), "node %s", n.Name)
+				g.Expect(n.Spec.PodCIDR).NotTo(BeEmpty(), "node %s has no pod CIDR", n.Name)
+				g.Expect(cidrs).NotTo(HaveKey(n.Spec.PodCIDR), "nodes %s and %s share a pod CIDR", cidrs[n.Spec.PodCIDR], n.Name)
+				cidrs[n.Spec.PodCIDR] = n.Name
+			}
+			g.Expect(names).To(ConsistOf(want))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	})
+
+	// Node i's server pod and a Service whose only endpoint it is.
+	serverName := func(node string) string { return "srv-" + node }
+	serverIPs := map[string]string{}
+	serviceIPs := map[string]string{}
+	It("runs a pod on every node", func() {
+		for _, n := range nodes {
+			spec := webPodSpec()
+			spec.NodeSelector = onNode(n.Name)
+			labels := map[string]string{"app": "per-node", "node": n.Name}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: serverName(n.Name), Namespace: ns, Labels: labels}, Spec: spec}
+			Expect(k8s.Create(ctx, p)).To(Succeed())
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: serverName(n.Name), Namespace: ns},
+				Spec: corev1.ServiceSpec{
+					Selector: labels,
+					Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+				},
+			}
+			Expect(k8s.Create(ctx, svc)).To(Succeed())
+			serviceIPs[n.Name] = svc.Spec.ClusterIP
+		}
+		for _, n := range nodes {
+			Eventually(podReady(serverName(n.Name))).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			p := &corev1.Pod{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: serverName(n.Name)}, p)).To(Succeed())
+			Expect(p.Spec.NodeName).To(Equal(n.Name))
+			Expect(p.Status.PodIP).NotTo(BeEmpty())
+			serverIPs[n.Name] = p.Status.PodIP
+		}
+	})
+
+	// Every node is a client of the next one (the last of the first): with
+	// three nodes that crosses every pair of nodes in both directions, and on
+	// one node it is the node talking to itself. All probes run at once.
+	It("carries pod-to-pod, Service and DNS traffic from every node to the next", func() {
+		Expect(nodes).NotTo(BeEmpty())
+		type check struct {
+			from, probe string
+			args        []string
+			expect      func(out string)
+		}
+		var checks []check
+		for i, n := range nodes {
+			to := nodes[(i+1)%len(nodes)].Name
+			host := serverName(to)
+			checks = append(checks,
+				check{n.Name, "p2p-" + n.Name, []string{"http", "http://" + serverIPs[to] + ":8080/"},
+					func(out string) { Expect(out).To(Equal(host), "pod on %s -> pod on %s", n.Name, to) }},
+				// By its short name: CoreDNS through the pod's search path, then
+				// the node's kube-proxy to the ClusterIP's only endpoint.
+				check{n.Name, "svc-" + n.Name, []string{"http", "http://" + host + "/"},
+					func(out string) { Expect(out).To(Equal(host), "pod on %s -> Service of %s", n.Name, to) }},
+				check{n.Name, "dns-" + n.Name, []string{"dns", host + "." + ns + ".svc.cluster.local"},
+					func(out string) {
+						Expect(strings.Fields(out)).To(ContainElement(serviceIPs[to]), "DNS from %s", n.Name)
+					}},
+			)
+		}
+		var wg sync.WaitGroup
+		for _, c := range checks {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				c.expect(runProbeOn(c.from, c.probe, c.args...))
+			}()
+		}
+		wg.Wait()
 	})
 
 	It("runs memcached that answers set and get", func() {
@@ -263,3 +369,21 @@ var _ = Describe("testbed cluster", Ordered, Label("cluster-smoke"), func() {
 		Expect(err.Error()).To(ContainSubstring("admission webhook"))
 	})
 })
+
+// onNode is the node selector of a pod that must run on node (none when empty).
+func onNode(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{corev1.LabelHostname: node}
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

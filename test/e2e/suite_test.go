@@ -34,6 +34,9 @@ var (
 	clientset *kubernetes.Clientset
 	// images holds the testbed's images.env (MEMCACHED_IMAGE, PROBE_IMAGE, ...).
 	images map[string]string
+	// cluster holds the testbed's cluster.env (NODES, NODE_NAMES), written by
+	// cluster-up.sh; empty for a cluster that has none.
+	cluster map[string]string
 )
 
 func TestE2E(t *testing.T) {
@@ -70,6 +73,11 @@ var _ = BeforeSuite(func() {
 
 	images, err = readEnv(filepath.Join(filepath.Dir(kubeconfig), "images.env"))
 	Expect(err).NotTo(HaveOccurred(), "no images.env beside the kubeconfig: run `make images`")
+	cluster, err = readEnv(filepath.Join(filepath.Dir(kubeconfig), "cluster.env"))
+	if os.IsNotExist(err) {
+		cluster, err = map[string]string{}, nil
+	}
+	Expect(err).NotTo(HaveOccurred())
 })
 
 // readEnv reads KEY=VALUE lines (comments and blank lines skipped).

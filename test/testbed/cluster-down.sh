@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cluster-down.sh — stops what cluster-up.sh started, by recorded PID (never
-# by name), removes the containers through containerd, unmounts everything
-# under the testbed's folders, deletes the network namespace and the files
-# that kubelet, libcni and the runc shim keep at fixed paths. Safe to run
-# twice and after a crash.
+# by name) and by the pids cgroups it made, for any number of nodes; unmounts
+# everything under the testbed's folders (nodes 2..N's mounts go with their
+# mount namespaces), deletes the network namespaces and the files that
+# kubelet, libcni and the runc shim keep at fixed paths. Safe to run twice
+# and after a crash.
 set -uo pipefail
 TESTBED_USE_RUNNING=1
 # shellcheck source=lib.sh
@@ -30,53 +31,33 @@ stop() {
   done
 }
 
-# kill_recorded FILE...: SIGKILL to PIDs that runc and the shim recorded
-# (init.pid under containerd's state folder), then wait for them.
-kill_recorded() {
-  local f pid pids=()
-  for f in "$@"; do
-    pid=$(<"$f") 2>/dev/null || continue
-    [[ $pid =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null && pids+=("$pid")
-  done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do [[ -e /proc/$pid ]] || break; sleep 0.1; done
-  done
-}
-
-# kill_cgroup DIR: SIGKILL every process in the cgroup DIR and below (the
-# kernel's own record of what was started there), wait, remove the folders.
-kill_cgroup() {
-  local dir=$1 f pid
-  [[ -d $dir ]] || return 0
-  for _ in $(seq 50); do
-    local left=0
-    while IFS= read -r f; do
-      while read -r pid; do kill -KILL "$pid" 2>/dev/null; left=1; done <"$f"
-    done < <(find "$dir" -name cgroup.procs)
-    ((left)) || break
-    sleep 0.1
-  done
-  find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
-  true
-}
-
 T0=$SECONDS
 phase() { log "$* ($((SECONDS - T0))s)"; }
 
-# 1. No new pods: the kubelet first, then containerd; the containers and
+NODES=$(cluster_nodes)
+# 1. No new pods: the kubelets first, then containerd; the containers and
 # their shims by the PIDs recorded in containerd's state folder (the whole
 # containerd root is thrown away, so nothing needs deleting through its API).
-stop kubelet
-stop containerd
+names=()
+for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("kubelet$N_SFX"); done
+stop "${names[@]}"
+names=()
+for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("containerd$N_SFX"); done
+stop "${names[@]}"
 if [[ -d $RUN_DIR/containerd ]]; then
   mapfile -t inits < <(find "$RUN_DIR/containerd" -name init.pid 2>/dev/null)
   kill_recorded "${inits[@]}"
 fi
-# Whatever else runs in the pods' cgroups, then the shims in containerd's.
+# Whatever else runs in the pods' cgroups, then the shims in containerd's;
+# nodes 2..N: everything in the node's cgroup (daemons, shims and pods).
 kill_cgroup "$PODS_CG"
 kill_cgroup "$TRACK_CG"
+for ((i = 2; i <= NODES; i++)); do node_env "$i"; kill_cgroup "$N_CG"; done
 phase "containers stopped"
-stop kube-proxy coredns kube-scheduler kube-controller-manager
+names=()
+for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("kube-proxy$N_SFX"); done
+stop "${names[@]}"
+stop coredns kube-scheduler kube-controller-manager
 stop forward kube-apiserver
 stop etcd
 # Anything still recorded (a name from a newer cluster-up.sh).
@@ -101,10 +82,13 @@ unmount_under /run/containerd/s
 
 phase "unmounted"
 
-# 3. The network namespace (with it the veth pair, cni0 and every iptables rule).
-if [[ -e /run/netns/$NETNS ]]; then
-  ip netns delete "$NETNS" 2>/dev/null || { umount "/run/netns/$NETNS" 2>/dev/null; rm -f "/run/netns/$NETNS"; }
-fi
+# 3. The network namespaces (with them the veth pairs, the bridge, cni0 and
+# every iptables rule).
+for f in /run/netns/"$NETNS" /run/netns/"$NETNS"-[2-9] /run/netns/"$BRIDGE_NETNS"; do
+  if [[ -e $f ]]; then
+    ip netns delete "${f##*/}" 2>/dev/null || { umount "$f" 2>/dev/null; rm -f "$f"; }
+  fi
+done
 # `ip netns add` made /run/netns a mount point of its own: undo it once empty.
 if [[ -d /run/netns && -z $(ls -A /run/netns) ]]; then
   mountpoint -q /run/netns && umount /run/netns 2>/dev/null
@@ -120,18 +104,19 @@ rmdir_empty /var/lib/cni
 rm -rf /var/lib/kubelet/device-plugins /var/lib/kubelet/plugins /var/lib/kubelet/plugins_registry /var/lib/kubelet/pod-resources
 rmdir_empty /var/lib/kubelet
 rm -rf /var/log/containers
+rmdir_empty /var/log/pods
 # The shim's sockets; runc's state of the (now dead) k8s.io containers.
 rm -rf /run/containerd/s /run/containerd/runc/k8s.io
 rmdir_empty /run/containerd
 rm -rf "$RUN_DIR"
 if [[ -d $TB_DIR ]]; then
-  rm -rf "$TB_DIR"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc} "$TB_DIR/kubeconfig" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm"
+  rm -rf "${TB_DIR:?}"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc,nodes} "$TB_DIR/kubeconfig" "$TB_DIR/cluster.env" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm"
 fi
 
 # 5. Empty cgroups the kubelet and containerd made (cgroup v1: one tree per controller).
 for tree in /sys/fs/cgroup/*/; do
-  for d in kubepods kubepods.slice k8s.io system.slice/containerd.service; do
-    [[ -d $tree$d ]] && find "$tree$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  for d in "$tree"{kubepods,kubepods.slice,k8s.io,system.slice/containerd.service} "$tree"mcop-"$NODE_NAME"-[2-9]; do
+    [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
   done
 done
 true

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# cluster-up.sh — a real single-node Kubernetes inside a network namespace
-# with no route out: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, containerd + runc, kubelet, kube-proxy (iptables), CoreDNS
-# as a node process, bridge CNI; then cert-manager from its own Helm chart,
-# and with WITH_MONITORING=1 prometheus-operator and a Prometheus
-# (monitoring/install.sh).
+# cluster-up.sh — a real Kubernetes of TESTBED_NODES nodes (default 1) inside
+# network namespaces with no route out: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler and CoreDNS (node processes of node
+# 1), and on every node containerd + runc, kubelet, kube-proxy (iptables),
+# bridge CNI; then cert-manager from its own Helm chart, and with
+# WITH_MONITORING=1 prometheus-operator and a Prometheus (monitoring/install.sh).
+# Nodes 2..N live in network and mount namespaces of their own (lib.sh,
+# node_env); node.sh stops and starts one node.
 # Every process is started here, recorded in $TB_DIR/pids and stopped by
 # cluster-down.sh. Run as root. Binaries and images come from `make
 # cluster-binaries images` (hack/tool.sh's store).
@@ -21,6 +23,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 START=$SECONDS
 WITH_CERT_MANAGER=${WITH_CERT_MANAGER:-1}
 WITH_MONITORING=${WITH_MONITORING:-0}
+NODES=${TESTBED_NODES:-1}
+[[ $NODES =~ ^[1-9]$ ]] || die "TESTBED_NODES=$NODES: from 1 to $MAX_NODES nodes"
 MONITORING_INSTALL=$(dirname "${BASH_SOURCE[0]}")/monitoring/install.sh
 
 KUBECTL_BIN=$("$TOOL" kubectl)
@@ -28,12 +32,14 @@ KUBECTL_BIN=$("$TOOL" kubectl)
 # Already up and healthy: nothing to do (idempotent).
 if [[ -e /run/netns/$NETNS ]] && pid_alive kube-apiserver && pid_alive kubelet && pid_alive forward &&
   KUBECONFIG=$TB_DIR/kubeconfig "$KUBECTL_BIN" get --raw /readyz >/dev/null 2>&1; then
-  log "already up: KUBECONFIG=$TB_DIR/kubeconfig (cluster-down.sh to stop)"
+  running=$(cluster_nodes)
+  ((running == NODES)) || die "the running testbed has $running node(s), not $NODES: make cluster-down first"
+  log "already up ($running node(s)): KUBECONFIG=$TB_DIR/kubeconfig (cluster-down.sh to stop)"
   if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
   exit 0
 fi
 # Anything left from a failed or crashed run goes first.
-if [[ -e /run/netns/$NETNS || -d $RUN_DIR || -d $PIDS ]]; then
+if [[ -e /run/netns/$NETNS || -e /run/netns/$BRIDGE_NETNS || -d $RUN_DIR || -d $PIDS ]]; then
   log "cleaning up a previous testbed first"
   "$(dirname "${BASH_SOURCE[0]}")/cluster-down.sh"
 fi
@@ -58,80 +64,114 @@ source "$REPO/hack/versions.env"
 
 mkdir -p "$RUN_DIR" "$LOGS" "$PIDS" "$ETC" "$BIN" "$TB_DIR/shim-path"
 printf '%s\n' "$TB_DIR" >"$RUN_DIR/testbed-dir"
+echo "$NODES" >"$RUN_DIR/nodes"
 rm -f "$LOGS"/*.log
 # containerd finds its shim through PATH: ours first (Debian may have a 1.x one).
 ln -sfn "${B[containerd-shim-runc-v2]}" "$TB_DIR/shim-path/containerd-shim-runc-v2"
 export PATH=$TB_DIR/shim-path:$PATH
 
-# start NAME [--host] CMD...: runs CMD detached (own session) inside the
-# namespace, logs to $LOGS/NAME.log, records "PID start-time".
-start() {
-  local name=$1; shift
-  local ns=(nsenter --net="/run/netns/$NETNS")
-  if [[ $1 == --host ]]; then ns=(); shift; fi
-  setsid "${ns[@]}" "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
-  local pid=$!
-  # The start time survives the exec chain setsid -> nsenter -> daemon.
-  local st
-  st=$(proc_start "$pid") || { tail -n 30 "$LOGS/$name.log" >&2; die "$name exited at once"; }
-  printf '%s %s\n' "$pid" "$st" >"$PIDS/$name.pid"
-}
-
-# wait_for NAME TIMEOUT CMD...: polls CMD until it succeeds; fails loudly with
-# the component's log tail when it times out or the component died.
-wait_for() {
-  local name=$1 timeout=$2; shift 2
-  local deadline=$((SECONDS + timeout))
-  until "$@" >/dev/null 2>&1; do
-    if [[ -r $PIDS/$name.pid ]] && ! pid_alive "$name"; then
-      log "---- last lines of $LOGS/$name.log"; tail -n 40 "$LOGS/$name.log" >&2 || true
-      die "$name died (log: $LOGS/$name.log)"
-    fi
-    if ((SECONDS > deadline)); then
-      log "---- last lines of $LOGS/$name.log"; tail -n 40 "$LOGS/$name.log" >&2 || true
-      die "$name not ready after ${timeout}s (log: $LOGS/$name.log)"
-    fi
-    sleep 0.5
-  done
-}
-
-# ---- network namespace: node address and a default route that cannot leave
-log "network namespace $NETNS ($NODE_IP/$NODE_PREFIX, no route out)"
+# ---- network namespaces: node addresses and a default route that cannot leave
+log "network: $NODES node(s) on 10.250.0.0/$NODE_PREFIX, pod CIDRs 10.244.<i-1>.0/24, no route out"
 modprobe br_netfilter 2>/dev/null || true
-ip netns add "$NETNS"
-# Both ends of the veth pair live inside the namespace: the node gets an
-# interface with an address, and nothing connects it to the host.
-ip -n "$NETNS" link add tb-node type veth peer name tb-peer
-ip -n "$NETNS" addr add "$NODE_IP/$NODE_PREFIX" dev tb-node
-ip -n "$NETNS" link set lo up
-ip -n "$NETNS" link set tb-peer up
-ip -n "$NETNS" link set tb-node up
-ip -n "$NETNS" route add default via "$NOWHERE" dev tb-node
-in_ns sysctl -qw net.ipv4.ip_forward=1
-if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
-  in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
-else
-  log "warning: br_netfilter not available: pod-to-ClusterIP traffic within the bridge may not be NATed"
+if ((NODES > 1)); then
+  # The bridge joining the nodes sits in a namespace of its own, so no host
+  # interface is ever part of the testbed's network.
+  ip netns add "$BRIDGE_NETNS"
+  ip -n "$BRIDGE_NETNS" link set lo up
+  ip -n "$BRIDGE_NETNS" link add tb-bridge type bridge
+  ip -n "$BRIDGE_NETNS" link set tb-bridge up
 fi
+for ((i = 1; i <= NODES; i++)); do
+  node_env "$i"
+  ip netns add "$N_NETNS"
+  if ((NODES == 1)); then
+    # Both ends of the veth pair live inside the namespace: the node gets an
+    # interface with an address, and nothing connects it to the host.
+    ip -n "$N_NETNS" link add tb-node type veth peer name tb-peer
+    ip -n "$N_NETNS" link set tb-peer up
+  else
+    ip -n "$N_NETNS" link add tb-node type veth peer name "tb-port$i" netns "$BRIDGE_NETNS"
+    ip -n "$BRIDGE_NETNS" link set "tb-port$i" master tb-bridge up
+  fi
+  ip -n "$N_NETNS" addr add "$N_IP/$NODE_PREFIX" dev tb-node
+  ip -n "$N_NETNS" link set lo up
+  ip -n "$N_NETNS" link set tb-node up
+  ip -n "$N_NETNS" route add default via "$NOWHERE" dev tb-node
+  # The other nodes' pods are behind their node's address (what a cloud's
+  # route table or an overlay would do).
+  for ((j = 1; j <= NODES; j++)); do
+    ((j == i)) && continue
+    ip -n "$N_NETNS" route add "10.244.$((j - 1)).0/24" via "10.250.0.$j" dev tb-node
+  done
+  nsenter --net="/run/netns/$N_NETNS" sysctl -qw net.ipv4.ip_forward=1
+  if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
+    nsenter --net="/run/netns/$N_NETNS" sysctl -qw net.bridge.bridge-nf-call-iptables=1
+  else
+    log "warning: br_netfilter not available: pod-to-ClusterIP traffic within the bridge may not be NATed"
+  fi
+done
+
+# ---- mount namespaces of nodes 2..N: kubelet, libcni, the shim and runc keep
+# state at fixed paths (NODE_FIXED_PATHS) that two nodes must not share. Each
+# node's namespace is persistent (bound to a file), so it outlives any of the
+# node's processes: node.sh stops and restarts them in the same one.
+if ((NODES > 1)); then
+  mkdir -p "$MNTNS_DIR"
+  mount --bind "$MNTNS_DIR" "$MNTNS_DIR"
+  mount --make-private "$MNTNS_DIR"
+fi
+for ((i = 2; i <= NODES; i++)); do
+  node_env "$i"
+  touch "$N_MNTNS"
+  unshare --mount="$N_MNTNS" --propagation private true
+  binds=()
+  for p in "${NODE_FIXED_PATHS[@]}"; do
+    mkdir -p "$p" "$N_RUN/fixed$p"
+    binds+=("$N_RUN/fixed$p" "$p")
+  done
+  # The copies of the network namespaces' and other nodes' mount namespace
+  # files would keep those alive after cluster-down: drop them in here.
+  # shellcheck disable=SC2016 # expanded by that sh
+  nsenter --mount="$N_MNTNS" sh -c '
+    for m in /run/netns "$0"; do mountpoint -q "$m" && umount -R "$m"; done
+    while [ $# -gt 1 ]; do mount --bind "$1" "$2" || exit 1; shift 2; done' "$MNTNS_DIR" "${binds[@]}" ||
+    die "mount namespace of $N_NAME"
+done
 
 # ---- PKI, kubeconfigs
-"$TBCTL" pki -dir "$PKI" -node-name "$NODE_NAME" -node-ip "$NODE_IP" -service-ip "$SERVICE_IP" \
-  -internal-server "https://$NODE_IP:6443" -external-server "https://$APISERVER_HOST_ADDR"
+extra_nodes=()
+for ((i = 2; i <= NODES; i++)); do node_env "$i"; extra_nodes+=("$N_NAME"); done
+"$TBCTL" pki -dir "$PKI" -node-name "$NODE_NAME" -extra-nodes "$(IFS=,; echo "${extra_nodes[*]}")" \
+  -node-ip "$NODE_IP" -service-ip "$SERVICE_IP" -internal-server "https://$NODE_IP:6443" -external-server "https://$APISERVER_HOST_ADDR"
 cp "$PKI/admin.kubeconfig" "$TB_DIR/kubeconfig"
+# What the e2e suite expects to find (beside the kubeconfig, like images.env).
+{
+  echo "# The testbed's nodes (written by cluster-up.sh)."
+  echo "NODES=$NODES"
+  echo "NODE_NAMES=\"$NODE_NAME ${extra_nodes[*]}\""
+} >"$TB_DIR/cluster.env"
 export KUBECONFIG=$TB_DIR/kubeconfig
 K=("${B[kubectl]}" --kubeconfig "$TB_DIR/kubeconfig")
 
-# ---- containerd (started early: image import overlaps the control plane start)
-mkdir -p "$ETC/cni/net.d" "$TB_DIR/containerd" "$TB_DIR/cni"
-cat >"$ETC/containerd.toml" <<TOML
+# ---- every node's configuration: containerd, CNI, kubelet, kube-proxy
+# write_node_config I: node I's files under $N_ETC (node 1's are where the
+# single-node testbed always had them).
+write_node_config() {
+  node_env "$1"
+  mkdir -p "$N_ETC/cni/net.d" "$N_DIR/containerd" "$N_DIR/cni" "$N_DIR/kubelet" "$N_DIR/pod-logs" "$N_RUN"
+  cat >"$N_ETC/containerd.toml" <<TOML
 version = 4
-root = "$TB_DIR/containerd"
-state = "$RUN_DIR/containerd"
+root = "$N_DIR/containerd"
+state = "$N_RUN/containerd"
 
 [plugins."io.containerd.server.v1.grpc"]
-  address = "$CONTAINERD_SOCK"
+  address = "$N_SOCK"
 [plugins."io.containerd.server.v1.ttrpc"]
-  address = "$CONTAINERD_SOCK.ttrpc"
+  address = "$N_SOCK.ttrpc"
+
+# NRI is unused, and its socket path (/run/nri) is fixed and machine-wide.
+[plugins."io.containerd.nri.v1.nri"]
+  disable = true
 
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
@@ -144,7 +184,7 @@ state = "$RUN_DIR/containerd"
   netns_mounts_under_state_dir = true
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$ETC/cni/net.d"
+    conf_dir = "$N_ETC/cni/net.d"
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
@@ -153,21 +193,92 @@ state = "$RUN_DIR/containerd"
         BinaryName = "$(command -v runc)"
         SystemdCgroup = false
 TOML
-start containerd "${B[containerd]}" --config "$ETC/containerd.toml" --log-level warn
-if mkdir -p "$TRACK_CG" 2>/dev/null; then
-  read -r pid _ <"$PIDS/containerd.pid"
-  echo "$pid" >"$TRACK_CG/cgroup.procs"
-else
-  log "warning: no pids cgroup: cluster-down cannot find runc shims that outlive containerd"
-fi
-CTR=("${B[ctr]}" --address "$CONTAINERD_SOCK" -n k8s.io)
-wait_for containerd 30 "${CTR[@]}" version
-(
-  for img in $IMAGE_ARCHIVES; do
-    "${CTR[@]}" images import --local "$img" >/dev/null || { echo "import of $img failed" >&2; exit 1; }
-  done
-) >>"$LOGS/image-import.log" 2>&1 &
-IMPORT_PID=$!
+
+  # CNI: one bridge per node, host-local IPAM on the node's pod CIDR.
+  cat >"$N_ETC/cni/net.d/10-testbed.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "testbed",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {
+        "type": "host-local", "dataDir": "$N_DIR/cni/networks",
+        "ranges": [[{"subnet": "$N_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+
+  printf 'nameserver %s\n' "$DNS_IP" >"$N_ETC/resolv.conf"
+  local cgroup_root=""
+  # Nodes 2..N: a cgroup root each, or every kubelet would manage /kubepods.
+  [[ $N_CGROUP_ROOT != / ]] && cgroup_root="cgroupRoot: $N_CGROUP_ROOT"
+  cat >"$N_ETC/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$PKI/ca.crt"}
+authorization: {mode: Webhook}
+# This VM has cgroup v1 only (a hybrid that cannot be switched).
+failCgroupV1: false
+cgroupDriver: cgroupfs
+$cgroup_root
+containerRuntimeEndpoint: unix://$N_SOCK
+# No CAP_SYS_RESOURCE: the kubelet may not lower its own oom_score_adj.
+oomScoreAdj: 0
+clusterDNS: ["$DNS_IP"]
+clusterDomain: cluster.local
+resolvConf: "$N_ETC/resolv.conf"
+podLogsDir: "$N_DIR/pod-logs"
+failSwapOn: false
+address: "$N_IP"
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+serializeImagePulls: false
+# Secret and ConfigMap volumes are refreshed on a pod's sync: every 10 s here
+# instead of every minute, so a configuration prometheus-operator writes (or a
+# renewed certificate) reaches its pod within seconds, not a minute.
+syncFrequency: 10s
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+YAML
+
+  cat >"$N_ETC/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: "$PKI/kube-proxy.kubeconfig"}
+mode: iptables
+clusterCIDR: "$CLUSTER_CIDR"
+hostnameOverride: "$N_NAME"
+bindAddress: "$N_IP"
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+oomScoreAdj: 0
+# Leave conntrack sysctls alone (they are global, not per namespace).
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+YAML
+}
+for ((i = 1; i <= NODES; i++)); do write_node_config "$i"; done
+
+# ---- containerd on every node (started early: image import overlaps the
+# control plane start). Each node has an image store of its own.
+IMPORT_PIDS=()
+for ((i = 1; i <= NODES; i++)); do
+  start_node_runtime "$i"
+  (
+    for img in $IMAGE_ARCHIVES; do
+      "${B[ctr]}" --address "$N_SOCK" -n k8s.io images import --local "$img" >/dev/null ||
+        { echo "import of $img into $N_NAME failed" >&2; exit 1; }
+    done
+  ) >>"$LOGS/image-import$N_SFX.log" 2>&1 &
+  IMPORT_PIDS+=("$!")
+done
 
 # ---- etcd
 start etcd "${B[etcd]}" --name testbed --data-dir "$TB_DIR/etcd" \
@@ -242,24 +353,6 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:coredns"}
 YAML
 
-# ---- CNI: one bridge, host-local IPAM on the node's pod CIDR
-cat >"$ETC/cni/net.d/10-testbed.conflist" <<JSON
-{
-  "cniVersion": "1.0.0",
-  "name": "testbed",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-      "ipam": {
-        "type": "host-local", "dataDir": "$TB_DIR/cni/networks",
-        "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-JSON
-
 # ---- CoreDNS on the node address; no forward plugin: names outside the
 # cluster fail locally instead of leaving the machine.
 cat >"$ETC/Corefile" <<COREFILE
@@ -278,65 +371,36 @@ cat >"$ETC/Corefile" <<COREFILE
 COREFILE
 start coredns "${B[coredns]}" -conf "$ETC/Corefile"
 
-# ---- kubelet
-printf 'nameserver %s\n' "$DNS_IP" >"$ETC/resolv.conf"
-cat >"$ETC/kubelet.yaml" <<YAML
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: "$PKI/ca.crt"}
-authorization: {mode: Webhook}
-# This VM has cgroup v1 only (a hybrid that cannot be switched).
-failCgroupV1: false
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-# No CAP_SYS_RESOURCE: the kubelet may not lower its own oom_score_adj.
-oomScoreAdj: 0
-clusterDNS: ["$DNS_IP"]
-clusterDomain: cluster.local
-resolvConf: "$ETC/resolv.conf"
-podLogsDir: "$TB_DIR/pod-logs"
-failSwapOn: false
-address: "$NODE_IP"
-healthzBindAddress: 127.0.0.1
-readOnlyPort: 0
-serializeImagePulls: false
-# Secret and ConfigMap volumes are refreshed on a pod's sync: every 10 s here
-# instead of every minute, so a configuration prometheus-operator writes (or a
-# renewed certificate) reaches its pod within seconds, not a minute.
-syncFrequency: 10s
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
+# ---- every node's kubelet and kube-proxy (iptables mode). The Node objects
+# are made first with their pod CIDR and zone, so node i always gets
+# 10.244.<i-1>.0/24 (the CNI range and the routes above) whichever kubelet
+# registers first; the controller-manager's allocator keeps CIDRs it finds set.
+for ((i = 1; i <= NODES; i++)); do
+  node_env "$i"
+  "${K[@]}" create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $N_NAME
+  labels: {kubernetes.io/hostname: $N_NAME, topology.kubernetes.io/zone: $N_ZONE}
+spec:
+  podCIDR: $N_POD_CIDR
+  podCIDRs: [$N_POD_CIDR]
 YAML
-mkdir -p "$TB_DIR/kubelet" "$TB_DIR/pod-logs"
-start kubelet "${B[kubelet]}" --config "$ETC/kubelet.yaml" \
-  --kubeconfig "$PKI/kubelet.kubeconfig" --root-dir "$TB_DIR/kubelet" --cert-dir "$TB_DIR/kubelet/pki" \
-  --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 1
+done
+for ((i = 1; i <= NODES; i++)); do start_node_agents "$i"; done
 
-# ---- kube-proxy (iptables mode)
-cat >"$ETC/kube-proxy.yaml" <<YAML
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: "$PKI/kube-proxy.kubeconfig"}
-mode: iptables
-clusterCIDR: "$CLUSTER_CIDR"
-hostnameOverride: "$NODE_NAME"
-bindAddress: "$NODE_IP"
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-oomScoreAdj: 0
-# Leave conntrack sysctls alone (they are global, not per namespace).
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-YAML
-start kube-proxy "${B[kube-proxy]}" --config "$ETC/kube-proxy.yaml"
-
-wait "$IMPORT_PID" || { tail -n 20 "$LOGS/image-import.log" >&2; die "image import failed (log: $LOGS/image-import.log)"; }
+for ((i = 1; i <= NODES; i++)); do
+  node_env "$i"
+  wait "${IMPORT_PIDS[i - 1]}" ||
+    { tail -n 20 "$LOGS/image-import$N_SFX.log" >&2; die "image import failed (log: $LOGS/image-import$N_SFX.log)"; }
+done
 log "images imported ($((SECONDS - START))s)"
-wait_for kubelet 120 "${K[@]}" wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
-log "node $NODE_NAME Ready ($((SECONDS - START))s)"
+for ((i = 1; i <= NODES; i++)); do
+  node_env "$i"
+  wait_for "kubelet$N_SFX" 120 "${K[@]}" wait --for=condition=Ready "node/$N_NAME" --timeout=2s
+  log "node $N_NAME Ready ($((SECONDS - START))s)"
+done
 coredns_ready() { in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8181 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'; }
 wait_for coredns 60 coredns_ready
 
@@ -381,10 +445,14 @@ fi
 if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
 
 log "cluster up in $((SECONDS - START))s"
+for ((i = 1; i <= NODES; i++)); do
+  node_env "$i"
+  printf '  node %-10s %-11s pods %-14s %s  netns %s\n' "$N_NAME" "$N_IP" "$N_POD_CIDR" "$N_ZONE" "$N_NETNS" >&2
+done
 cat >&2 <<EOM
   kubeconfig: $TB_DIR/kubeconfig   (apiserver https://$APISERVER_HOST_ADDR, loopback only)
   wrappers:   $BIN/kubectl  $BIN/helm
   images:     $TB_DIR/images.env
   logs:       $LOGS/
-  stop:       make cluster-down
+  stop:       make cluster-down    (one node: test/testbed/node.sh stop|start NAME)
 EOM

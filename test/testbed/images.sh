@@ -67,8 +67,14 @@ ENV
 printf '%s\n' "${monitoring_images[@]}" >>"$TB_DIR/images.env.tmp"
 mv -f "$TB_DIR/images.env.tmp" "$TB_DIR/images.env"
 for a in "${archives[@]}"; do log "image $(du -h "$a" | cut -f1)  $a"; done
-# A running cluster gets the fresh operator image right away.
-if [[ -n $op_archive && -S $CONTAINERD_SOCK ]] && pid_alive containerd; then
-  "$("$TOOL" ctr)" --address "$CONTAINERD_SOCK" -n k8s.io images import --local "$op_archive" >/dev/null &&
-    log "imported $IMG into the running testbed"
+# A running cluster gets the fresh operator image right away, on every node.
+if [[ -n $op_archive ]]; then
+  nodes=$(cluster_nodes)
+  for ((i = 1; i <= nodes; i++)); do
+    node_env "$i"
+    if [[ -S $N_SOCK ]] && pid_alive "containerd$N_SFX"; then
+      "$("$TOOL" ctr)" --address "$N_SOCK" -n k8s.io images import --local "$op_archive" >/dev/null &&
+        log "imported $IMG into the running testbed ($N_NAME)"
+    fi
+  done
 fi

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,11 +28,13 @@ type keyPair struct {
 
 // runPKI writes a fresh PKI for one throw-away cluster: a cluster CA, a
 // front-proxy CA, the apiserver's serving certificate, one client
-// certificate per component, the service-account key, and kubeconfigs.
+// certificate per component and per node, the service-account key, and
+// kubeconfigs.
 func runPKI(args []string) error {
 	fs := flag.NewFlagSet("pki", flag.ExitOnError)
 	dir := fs.String("dir", "", "output folder")
-	node := fs.String("node-name", "testbed", "node name (kubelet identity)")
+	node := fs.String("node-name", "testbed", "node name (kubelet identity) of node 1: kubelet.kubeconfig")
+	extra := fs.String("extra-nodes", "", "comma-separated names of the other nodes: kubelet-<name>.kubeconfig each")
 	nodeIP := fs.String("node-ip", "", "node address inside the network namespace")
 	serviceIP := fs.String("service-ip", "10.96.0.1", "ClusterIP of the kubernetes Service")
 	internal := fs.String("internal-server", "", "apiserver URL inside the namespace (components)")
@@ -109,10 +112,11 @@ func runPKI(args []string) error {
 		return err
 	}
 
-	clients := []struct {
+	type client struct {
 		file, cn, server string
 		groups           []string
-	}{
+	}
+	clients := []client{
 		{"admin", "testbed-admin", *external, []string{"system:masters"}},
 		{"admin-internal", "testbed-admin", *internal, []string{"system:masters"}},
 		{"controller-manager", "system:kube-controller-manager", *internal, nil},
@@ -120,6 +124,13 @@ func runPKI(args []string) error {
 		{"kubelet", "system:node:" + *node, *internal, []string{"system:nodes"}},
 		{"kube-proxy", "system:kube-proxy", *internal, nil},
 		{"coredns", "system:coredns", *internal, nil},
+	}
+	// NodeRestriction lets a kubelet touch only its own Node and pods: every
+	// node has a client certificate of its own.
+	for _, n := range strings.Split(*extra, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			clients = append(clients, client{"kubelet-" + n, "system:node:" + n, *internal, []string{"system:nodes"}})
+		}
 	}
 	for _, c := range clients {
 		kp, err := issue(ca, c.cn, c.groups, nil, nil, false)
