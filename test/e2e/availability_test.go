@@ -203,7 +203,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 
-	It("puts one pod of a hard anti-affinity fleet on each node, and leaves the pod with no node left Pending", func() {
+	It("puts one pod of a hard anti-affinity fleet on each node; the pod with no node left is Pending and the status says why", func() {
 		mustRun(kubectlApply(fleetManifest(ns, "spread", "  size: 3\n  antiAffinityPreset: hard\n")))
 		fleetReady(ns, "spread", 3)
 		placed := fleetPods(ctx, Default, ns, "spread")
@@ -229,7 +229,8 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 			mc, err := getMemcached(ns, "spread")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(mc.Status.Nodes).To(HaveLen(len(nodes)), "the scheduled pods still serve")
-			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionFalse))))
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionFalse),
+				HaveField("Reason", "PodsUnschedulable"), HaveField("Message", ContainSubstring("anti-affinity")))), "the status says why")
 		}).WithTimeout(wait).Should(Succeed())
 	})
 
