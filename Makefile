@@ -84,8 +84,11 @@ demo: ## Bring up the project's own cluster, install cert-manager and the chart,
 
 E2E_FLAGS ?=
 .PHONY: test-e2e
-test-e2e: ## Real-cluster tier: cluster up, smoke and operator suites, cluster down (KEEP_CLUSTER=1 keeps it).
-	@$(MAKE) --no-print-directory cluster-up MONITORING=1
+# E2E_NODES: the nodes of the cluster test-e2e starts; the availability
+# suite (drain, node loss, spread over zones) needs 3.
+E2E_NODES ?= 3
+test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up, smoke, operator, monitoring and availability suites, cluster down (KEEP_CLUSTER=1 keeps it).
+	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NODES=$(E2E_NODES)
 	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; exit $$rc
 

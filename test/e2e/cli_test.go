@@ -86,13 +86,15 @@ func probe(ctx context.Context, ns, name, mode, arg string) string {
 // probeArgs is probe with any arguments (`probe load NAME PORT RATE DURATION`).
 func probeArgs(ctx context.Context, ns, name string, args ...string) string {
 	GinkgoHelper()
-	return probeLog(ctx, startProbe(ctx, ns, name, args...))
+	return probeLog(ctx, startProbe(ctx, ns, name, nil, args...))
 }
 
 // startProbe starts the probe image with args in a pod of ns and returns
 // the pod without waiting (a load that runs while a spec does something
-// else); probeLog waits for it. The pod is deleted when the spec ends.
-func startProbe(ctx context.Context, ns, name string, args ...string) *corev1.Pod {
+// else); probeLog waits for it. shape, when not nil, adjusts the pod's spec
+// (keep it off a node about to be drained). The pod is deleted when the
+// spec ends.
+func startProbe(ctx context.Context, ns, name string, shape func(*corev1.PodSpec), args ...string) *corev1.Pod {
 	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns},
@@ -105,6 +107,9 @@ func startProbe(ctx context.Context, ns, name string, args ...string) *corev1.Po
 				Args: args, SecurityContext: restrictedContext(65532),
 			}},
 		},
+	}
+	if shape != nil {
+		shape(&pod.Spec)
 	}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() { _ = k8s.Delete(context.Background(), pod) })
@@ -121,7 +126,7 @@ func probeLog(ctx context.Context, pod *corev1.Pod) string {
 			StopTrying("probe pod " + pod.Name + " failed:\n" + out).Now()
 		}
 		return pod.Status.Phase
-	}).WithTimeout(12 * time.Minute).Should(Equal(corev1.PodSucceeded), "a probe runs at most 10 minutes")
+	}).WithTimeout(12*time.Minute).Should(Equal(corev1.PodSucceeded), "a probe runs at most 10 minutes")
 	return mustRun(kubectl("logs", "-n", pod.Namespace, pod.Name))
 }
 

@@ -264,7 +264,7 @@ func TestComputeStatus(t *testing.T) {
 	conflict := memcached.NameConflictError("Deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache"}})
 	type conds map[string]string // type -> "Status/Reason"
 	tests := []struct {
-		name    string
+		name          string
 		dep           *appsv1.Deployment
 		invalid       field.ErrorList
 		err           error
