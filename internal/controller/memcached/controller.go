@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,8 +68,8 @@ type Reconciler struct {
 	// 0 writes every change.
 	ProgressInterval time.Duration
 
-	// lastWrite holds when each fleet's status was last written by this
-	// process (types.NamespacedName → time.Time).
+	// lastWrite holds each fleet's last status write by this process
+	// (types.NamespacedName → statusWrite).
 	lastWrite sync.Map
 	// monitored holds the fleets this process gave a ServiceMonitor.
 	monitored sync.Map
@@ -129,6 +130,14 @@ func (s *scope) markCreated(kind string) {
 		s.created = map[string]bool{}
 	}
 	s.created[kind] = true
+}
+
+// statusWrite is a status this process wrote: when, what, and the
+// resourceVersion of the object it was computed over.
+type statusWrite struct {
+	at     time.Time
+	over   string
+	status *cachev1alpha1.MemcachedStatus
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -287,18 +296,32 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	}
 	key := client.ObjectKeyFromObject(s.memcached)
 	now := r.clock()
-	if r.ProgressInterval > 0 && ProgressOnly(&s.original.Status, &s.memcached.Status) {
-		if last, ok := r.lastWrite.Load(key); ok {
-			if wait := r.ProgressInterval - now.Sub(last.(time.Time)); wait > 0 {
-				s.heldFor = wait
-				return nil
-			}
+	var last *statusWrite
+	if v, ok := r.lastWrite.Load(key); ok {
+		last = v.(*statusWrite)
+	}
+	// A pass that runs before this process's own last status write has
+	// reached the cache reads the object that write was computed over, and
+	// would send the same status again.
+	if last != nil && last.over == s.original.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, &s.memcached.Status) {
+		return nil
+	}
+	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&s.original.Status, &s.memcached.Status) {
+		if wait := r.ProgressInterval - now.Sub(last.at); wait > 0 {
+			s.heldFor = wait
+			return nil
 		}
 	}
+	over := s.original.ResourceVersion
 	if err := r.Client.Status().Patch(ctx, s.memcached, client.MergeFrom(s.original)); err != nil {
 		return fmt.Errorf("patching status of Memcached %s: %w", key, err)
 	}
-	r.lastWrite.Store(key, now)
+	r.lastWrite.Store(key, &statusWrite{at: now, over: over, status: s.memcached.Status.DeepCopy()})
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		log.Info("Wrote status", "ready", conditionSummary(&s.memcached.Status, cachev1alpha1.ConditionReady),
+			"was", conditionSummary(&s.original.Status, cachev1alpha1.ConditionReady),
+			"readyReplicas", s.memcached.Status.ReadyReplicas, "nodes", len(s.memcached.Status.Nodes))
+	}
 	return nil
 }
 
@@ -321,4 +344,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)
+}
+
+// conditionSummary is "Status/Reason" of a condition, for debug logs.
+func conditionSummary(st *cachev1alpha1.MemcachedStatus, t string) string {
+	c := meta.FindStatusCondition(st.Conditions, t)
+	if c == nil {
+		return "none"
+	}
+	return string(c.Status) + "/" + c.Reason
 }

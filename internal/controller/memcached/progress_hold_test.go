@@ -83,3 +83,43 @@ func TestProgressHold(t *testing.T) {
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "with no interval every change is written")
 	g.Expect(writes).To(Equal(5))
 }
+
+// TestStaleCacheSendsNoSecondWrite: a pass that reads the fleet from a cache
+// that has not yet seen this process's last status write computes the same
+// status again; it must not send it twice. A different status, or a fleet
+// the cache has caught up on, is written as usual.
+func TestStaleCacheSendsNoSecondWrite(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 1}}
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c}
+	stale := &cachev1alpha1.Memcached{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), stale)).To(Succeed())
+	status := func(ready int32) cachev1alpha1.MemcachedStatus {
+		return cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready}
+	}
+	pass := func(read *cachev1alpha1.Memcached, want cachev1alpha1.MemcachedStatus) {
+		t.Helper()
+		s := &scope{original: read.DeepCopy(), memcached: read.DeepCopy()}
+		s.memcached.Status = want
+		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
+	}
+	pass(stale, status(3))
+	g.Expect(writes).To(Equal(1))
+	pass(stale, status(3))
+	g.Expect(writes).To(Equal(1), "the same status over the same stale object is not sent again")
+	pass(stale, status(2))
+	g.Expect(writes).To(Equal(2), "a different status is written")
+	fresh := &cachev1alpha1.Memcached{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), fresh)).To(Succeed())
+	fresh.Status = status(3)
+	pass(fresh, status(2))
+	g.Expect(writes).To(Equal(3), "over a newer object, a status that differs from it is written")
+}
