@@ -311,7 +311,11 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		load := startProbe(ctx, availabilityNamespace, "load", avoiding(target), "load", "drained."+availabilityNamespace+".svc.cluster.local", "11211", "100", "100s")
 		probeRunning(ctx, load)
 		start := time.Now()
-		mustRun(kubectl("drain", target, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m"))
+		// Only the fleet's pods are evicted (the node is cordoned all the
+		// same): evicting cert-manager's pods here left the next suite's
+		// fresh install with a caBundle not yet injected.
+		mustRun(kubectl("drain", target, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m",
+			"--pod-selector=app.kubernetes.io/instance=drained"))
 		drainTook := time.Since(start)
 		nodesAfter := fleetReady("drained", size)
 		least := stop()
@@ -451,7 +455,8 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 			}
 		}()
 		start := time.Now()
-		mustRun(kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m"))
+		mustRun(kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m",
+			"--pod-selector="+operatorSelector))
 		operatorRolledOut()
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "memcached-operator.cache.example.com"}, lease)).To(Succeed())
