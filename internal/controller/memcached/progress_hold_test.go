@@ -15,10 +15,9 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
-// TestProgressHold drives patchStatus through a rollout on a fake clock and
-// counts the status writes that reach the API.
-func TestProgressHold(t *testing.T) {
-	g := NewWithT(t)
+// statusWriteCounter is a fake API holding one fleet that counts the status
+// writes reaching it.
+func statusWriteCounter(g Gomega) (*cachev1alpha1.Memcached, client.Client, *int) {
 	scheme := runtime.NewScheme()
 	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 1}}
@@ -28,6 +27,14 @@ func TestProgressHold(t *testing.T) {
 			writes++
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
+	return mc, c, &writes
+}
+
+// TestProgressHold drives patchStatus through a rollout on a fake clock and
+// counts the status writes that reach the API.
+func TestProgressHold(t *testing.T) {
+	g := NewWithT(t)
+	mc, c, writes := statusWriteCounter(g)
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	now := start
 	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }}
@@ -57,31 +64,31 @@ func TestProgressHold(t *testing.T) {
 	}
 
 	g.Expect(pass(rollingOut(0))).To(BeZero(), "the first status is written at once")
-	g.Expect(writes).To(Equal(1))
+	g.Expect(*writes).To(Equal(1))
 	now = start.Add(2 * time.Second)
 	g.Expect(pass(rollingOut(1, "a"))).To(Equal(8*time.Second), "progress waits for the rest of the interval")
 	now = start.Add(5 * time.Second)
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(Equal(5 * time.Second))
-	g.Expect(writes).To(Equal(1))
+	g.Expect(*writes).To(Equal(1))
 	now = start.Add(10 * time.Second)
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "once due, the progress is written")
-	g.Expect(writes).To(Equal(2))
+	g.Expect(*writes).To(Equal(2))
 	now = start.Add(11 * time.Second)
 	g.Expect(pass(rollingOut(1, "b"))).To(BeZero(), "a lost pod is written at once")
-	g.Expect(writes).To(Equal(3))
+	g.Expect(*writes).To(Equal(3))
 	now = start.Add(12 * time.Second)
 	available := cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: 3, Nodes: []string{"a", "b", "c"},
 		Conditions: cond(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady)}
 	g.Expect(pass(available)).To(BeZero(), "a transition is written at once")
-	g.Expect(writes).To(Equal(4))
+	g.Expect(*writes).To(Equal(4))
 	g.Expect(pass(available)).To(BeZero())
-	g.Expect(writes).To(Equal(4), "a pass that changes nothing writes nothing")
+	g.Expect(*writes).To(Equal(4), "a pass that changes nothing writes nothing")
 
 	r.ProgressInterval = 0
 	now = start.Add(13 * time.Second)
 	stored = rollingOut(1, "a")
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "with no interval every change is written")
-	g.Expect(writes).To(Equal(5))
+	g.Expect(*writes).To(Equal(5))
 }
 
 // TestStaleCacheSendsNoSecondWrite: a pass that reads the fleet from a cache
@@ -90,15 +97,7 @@ func TestProgressHold(t *testing.T) {
 // the cache has caught up on, is written as usual.
 func TestStaleCacheSendsNoSecondWrite(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 1}}
-	writes := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			writes++
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		}}).Build()
+	mc, c, writes := statusWriteCounter(g)
 	r := &Reconciler{Client: c}
 	stale := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), stale)).To(Succeed())
@@ -112,14 +111,14 @@ func TestStaleCacheSendsNoSecondWrite(t *testing.T) {
 		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
 	}
 	pass(stale, status(3))
-	g.Expect(writes).To(Equal(1))
+	g.Expect(*writes).To(Equal(1))
 	pass(stale, status(3))
-	g.Expect(writes).To(Equal(1), "the same status over the same stale object is not sent again")
+	g.Expect(*writes).To(Equal(1), "the same status over the same stale object is not sent again")
 	pass(stale, status(2))
-	g.Expect(writes).To(Equal(2), "a different status is written")
+	g.Expect(*writes).To(Equal(2), "a different status is written")
 	fresh := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), fresh)).To(Succeed())
 	fresh.Status = status(3)
 	pass(fresh, status(2))
-	g.Expect(writes).To(Equal(3), "over a newer object, a status that differs from it is written")
+	g.Expect(*writes).To(Equal(3), "over a newer object, a status that differs from it is written")
 }
