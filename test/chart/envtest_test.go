@@ -264,7 +264,7 @@ var _ = Describe("The chart's RBAC", func() {
 		Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x"}})).To(Satisfy(forbidden),
 			"the operator reads Memcacheds, users write them")
 		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Satisfy(forbidden))
-		Expect(allowed(ctx, c, attrs("delete", "", "pods", "other"))).To(BeFalse(), "pods are only observed")
+		Expect(allowed(ctx, c, attrs("delete", "", "pods", "other"))).To(BeFalse(), "pods are observed and marked for a scale-down, never deleted")
 		Expect(allowed(ctx, c, attrs("create", "coordination.k8s.io", "leases", "other"))).To(BeFalse(), "leases only in the lease namespace")
 		Expect(allowed(ctx, c, attrs("escalate", "rbac.authorization.k8s.io", "clusterroles", ""))).To(BeFalse())
 	})

@@ -101,6 +101,9 @@ type scope struct {
 	spec *cachev1alpha1.MemcachedSpec
 	// invalid holds the rules the spec breaks; nothing is built then.
 	invalid field.ErrorList
+	// current is the Deployment as the cache held it when the pass began;
+	// nil when there was none.
+	current *appsv1.Deployment
 	// deployment is the Deployment as the API server last returned it this
 	// pass; nil when the pass did not observe it.
 	deployment *appsv1.Deployment
@@ -175,7 +178,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 
@@ -283,6 +286,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {
 	case err == nil:
 		current = ptr.To(ptr.Deref(dep.Spec.Replicas, 1))
+		s.current = dep
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading Deployment %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
@@ -340,7 +344,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
 			builder.WithPredicates(readyPodsChanged)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(schedulingChanged)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(podChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)

@@ -37,8 +37,17 @@ const (
 )
 
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+	spec := s.spec
+	switch size, err := r.markScaleDown(ctx, s); {
+	case err != nil:
+		return err
+	case size != *spec.Size:
+		held := *spec
+		held.Size = &size
+		spec = &held
+	}
 	dep := &appsv1.Deployment{}
-	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, BuildDeployment(s.memcached, s.spec), appsv1ac.ExtractDeployment)
+	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, BuildDeployment(s.memcached, spec), appsv1ac.ExtractDeployment)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func CacheOptions(namespaces []string) cache.Options {
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
 		&discoveryv1.EndpointSlice{}:    slices,
-		&corev1.Pod{}:                   {Label: selector, Transform: schedulingOnly},
+		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
 		// Status is patched as a merge patch computed from the object read,
 		// which needs no managed fields.
 		&cachev1alpha1.Memcached{}: {Transform: cache.TransformStripManagedFields()},

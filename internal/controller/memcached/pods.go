@@ -55,32 +55,43 @@ func unschedulableCondition(p *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// schedulingOnly keeps of a cached pod only what observeUnschedulable and
-// the event handler read: a fleet of a thousand pods then costs little
-// memory, and a pod's own churn (IPs, container states) changes nothing.
-func schedulingOnly(in any) (any, error) {
+// placementOnly keeps of a cached pod only what observeUnschedulable,
+// markScaleDown and the event handler read: a fleet of a thousand pods then
+// costs little memory.
+func placementOnly(in any) (any, error) {
 	p, ok := in.(*corev1.Pod)
 	if !ok {
 		return in, nil
 	}
-	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
-	}}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, CreationTimestamp: p.CreationTimestamp,
+		},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
+	}
+	if cost, ok := p.Annotations[PodDeletionCost]; ok {
+		out.Annotations = map[string]string{PodDeletionCost: cost}
+	}
 	if c := unschedulableCondition(p); c != nil {
 		out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+	}
+	if podReady(p) {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	}
 	return out, nil
 }
 
-// schedulingChanged passes the pod events that can change what
-// observeUnschedulable finds: a pod becoming or ceasing to be unschedulable
-// (or its reason changing), and an unschedulable pod going away. Every other
-// pod event is the EndpointSlices' and the Deployment's business.
-var schedulingChanged = predicate.Funcs{
+// podChanged passes the pod events that can change what a pass does with
+// pods: a pod becoming or ceasing to be unschedulable (or its reason
+// changing), an unschedulable pod going away, and a scale-down mark
+// reaching the cache. Every other pod event (IPs, container states,
+// readiness) is the EndpointSlices' and the Deployment's business.
+var podChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return isUnschedulable(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return unschedulableMessage(e.ObjectOld) != unschedulableMessage(e.ObjectNew)
+		return unschedulableMessage(e.ObjectOld) != unschedulableMessage(e.ObjectNew) ||
+			e.ObjectOld.GetAnnotations()[PodDeletionCost] != e.ObjectNew.GetAnnotations()[PodDeletionCost]
 	},
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isUnschedulable(e.Object) },
 	GenericFunc: func(event.GenericEvent) bool { return false },

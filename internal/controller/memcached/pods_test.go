@@ -36,12 +36,12 @@ func TestUnschedulable(t *testing.T) {
 	g.Expect(msg).To(BeEmpty())
 }
 
-// TestSchedulingOnly: the cached pod keeps what is read, drops the rest,
-// and the event filter passes only changes of schedulability.
-func TestSchedulingOnly(t *testing.T) {
+// TestPlacementOnly: the cached pod keeps what is read, drops the rest,
+// and the event filter passes only changes of schedulability and scale-down marks.
+func TestPlacementOnly(t *testing.T) {
 	g := NewWithT(t)
 	strip := func(p *corev1.Pod) *corev1.Pod {
-		out, err := schedulingOnly(p)
+		out, err := placementOnly(p)
 		g.Expect(err).NotTo(HaveOccurred())
 		return out.(*corev1.Pod)
 	}
@@ -53,16 +53,25 @@ func TestSchedulingOnly(t *testing.T) {
 	g.Expect(msg).To(Equal("0/3 nodes are available"))
 
 	running := strip(pod("a", ""))
-	g.Expect(running.Status).To(Equal(corev1.PodStatus{}), "a scheduled pod's status is of no use here")
+	g.Expect(running.Spec.NodeName).To(Equal("n1"), "a scale-down reads where pods run")
+	g.Expect(podReady(running)).To(BeTrue())
+	g.Expect(running.Status.PodIP).To(BeEmpty(), "the rest of a pod's status is of no use here")
+	g.Expect(running.Annotations).To(BeEmpty())
 	moved := strip(pod("a", "", func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.2" }))
+	marked := strip(pod("a", "", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{PodDeletionCost: FirstToGo, "other": "dropped"}
+	}))
+	g.Expect(marked.Annotations).To(Equal(map[string]string{PodDeletionCost: FirstToGo}))
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: marked})).To(BeTrue(), "a scale-down mark reaching the cache")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: marked, ObjectNew: running})).To(BeTrue(), "and its removal")
 
-	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: moved})).To(BeFalse(), "pod churn is not a scheduling change")
-	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: waiting})).To(BeTrue())
-	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: running})).To(BeTrue(), "scheduled at last")
-	g.Expect(schedulingChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: strip(pod("a", "0/4 nodes are available"))})).To(BeTrue())
-	g.Expect(schedulingChanged.Create(event.CreateEvent{Object: running})).To(BeFalse())
-	g.Expect(schedulingChanged.Create(event.CreateEvent{Object: waiting})).To(BeTrue())
-	g.Expect(schedulingChanged.Delete(event.DeleteEvent{Object: waiting})).To(BeTrue())
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: moved})).To(BeFalse(), "pod churn is not a scheduling change")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: waiting})).To(BeTrue())
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: running})).To(BeTrue(), "scheduled at last")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: strip(pod("a", "0/4 nodes are available"))})).To(BeTrue())
+	g.Expect(podChanged.Create(event.CreateEvent{Object: running})).To(BeFalse())
+	g.Expect(podChanged.Create(event.CreateEvent{Object: waiting})).To(BeTrue())
+	g.Expect(podChanged.Delete(event.DeleteEvent{Object: waiting})).To(BeTrue())
 	g.Expect(podToMemcached(t.Context(), waiting)).To(HaveLen(1))
 	g.Expect(podToMemcached(t.Context(), &corev1.Pod{})).To(BeEmpty())
 }

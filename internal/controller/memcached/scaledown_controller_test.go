@@ -1,0 +1,129 @@
+package memcached_test
+
+import (
+	"fmt"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/controller/memcached"
+)
+
+const zoneKey = "topology.kubernetes.io/zone"
+
+// runningPod stands in for the ReplicaSet, the scheduler and the kubelet:
+// a ready pod of the fleet on node, labelled with its zone as the API
+// server labels a bound pod.
+func runningPod(ns, name, node, zone string) *corev1.Pod {
+	GinkgoHelper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			memcached.LabelName: memcached.NameValue, memcached.LabelInstance: "memcached-sample",
+			memcached.LabelManagedBy: memcached.ManagedByValue, zoneKey: zone,
+		}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "memcached", Image: "memcached:envtest"}}},
+	}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	Expect(k8s.Status().Update(ctx, p)).To(Succeed())
+	return p
+}
+
+var _ = Describe("A scale-down of a fleet spread over zones", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("marks the pods that keep the zones even before it lowers the Deployment's replicas", func() {
+		mc := sample(ns, 7)
+		mc.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.DoNotSchedule}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(7)))
+		markRolledOut(mc)
+		// The testbed's layout: nodes 1 and 3 in zone a, node 2 alone in
+		// zone b. The ReplicaSet, ranking by node, would remove node 2's
+		// three pods first and leave zone b empty.
+		zoneOf := map[string]string{}
+		for i, node := range []string{"n1", "n1", "n3", "n3", "n2", "n2", "n2"} {
+			zone := map[string]string{"n1": "a", "n2": "b", "n3": "a"}[node]
+			p := runningPod(ns, fmt.Sprintf("memcached-sample-%d", i), node, zone)
+			zoneOf[p.Name] = zone
+		}
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
+
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		kept := map[string]int{"a": 0, "b": 0}
+		var lastMark int64
+		for _, p := range pods.Items {
+			if p.Annotations[memcached.PodDeletionCost] == memcached.FirstToGo {
+				rv, err := strconv.ParseInt(p.ResourceVersion, 10, 64)
+				Expect(err).NotTo(HaveOccurred())
+				lastMark = max(lastMark, rv)
+				continue
+			}
+			kept[zoneOf[p.Name]]++
+		}
+		Expect(kept).To(SatisfyAny(Equal(map[string]int{"a": 2, "b": 1}), Equal(map[string]int{"a": 1, "b": 2})),
+			"four pods marked, the three kept spread over both zones")
+		// envtest's resourceVersions are etcd revisions: the marks were
+		// written before the Deployment was scaled, so the ReplicaSet meets them.
+		d := deploymentOf(mc)(Default)
+		rv, err := strconv.ParseInt(d.ResourceVersion, 10, 64)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lastMark).To(BeNumerically("<", rv), "pods marked before the Deployment's scale-down")
+	})
+
+	It("marks nothing without spread constraints: the ReplicaSet chooses", func() {
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
+		markRolledOut(mc)
+		for i, node := range []string{"n1", "n1", "n2"} {
+			runningPod(ns, fmt.Sprintf("memcached-sample-%d", i), node, "a")
+		}
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		Consistently(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			for _, p := range pods.Items {
+				g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), "the ReplicaSet's own choice")
+			}
+		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("A scale-down chosen before", func() {
+	It("is corrected when the pods moved: a mark no longer chosen is removed", func() {
+		ns := newNamespace()
+		mc := sample(ns, 3)
+		mc.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.DoNotSchedule}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
+		markRolledOut(mc)
+		stale := runningPod(ns, "memcached-sample-0", "n1", "a")
+		runningPod(ns, "memcached-sample-1", "n2", "b")
+		runningPod(ns, "memcached-sample-2", "n3", "b")
+		// A mark left by an earlier scale-down that was called off: zone a's
+		// only pod must not go now.
+		Expect(k8s.Patch(ctx, stale, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+memcached.PodDeletionCost+`":"`+memcached.FirstToGo+`"}}}`)))).To(Succeed())
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		marked := func(name string) bool {
+			p := &corev1.Pod{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+			return p.Annotations[memcached.PodDeletionCost] == memcached.FirstToGo
+		}
+		Expect(marked("memcached-sample-0")).To(BeFalse(), "zone a's only pod stays")
+		Expect(marked("memcached-sample-1") != marked("memcached-sample-2")).To(BeTrue(), "one of zone b's two goes")
+	})
+})
