@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -135,9 +138,14 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("monitoring.coreos.com servicemonitors create"))
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":false}}}}`)))).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("monitoring.coreos.com servicemonitors delete"))
-		By("scaling to one pod, which removes the PodDisruptionBudget")
+		By("spreading the fleet over zones, then scaling it to one pod, which marks the pod to remove and removes the PodDisruptionBudget")
+		runningPods(ctx, "team-b", "verbs", map[string]string{"verbs-a": "zone-a", "verbs-b": "zone-a"})
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}`)))).To(Succeed())
+		rolledOut(ctx, "team-b", "verbs")
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
-		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("policy poddisruptionbudgets delete"))
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
+			"policy poddisruptionbudgets delete", "core pods patch"))
 
 		granted := grantedVerbs(objs, sa)
 		seen := rec.verbs()
@@ -191,3 +199,37 @@ var _ = Describe("The operator's RBAC rules", func() {
 		}).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
 	})
 })
+
+// runningPods stands in for the ReplicaSet, the scheduler and the kubelet
+// (envtest has none): the fleet's pods (name → zone) run and are ready,
+// labelled with their zone as the API server labels bound pods.
+func runningPods(ctx context.Context, ns, name string, pods map[string]string) {
+	GinkgoHelper()
+	for pod, zone := range pods {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod, Labels: map[string]string{
+				"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": name,
+				"app.kubernetes.io/managed-by": "memcached-operator", "topology.kubernetes.io/zone": zone,
+			}},
+			Spec: corev1.PodSpec{NodeName: "node-" + pod, Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+		}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	}
+}
+
+// rolledOut stands in for the Deployment controller: once the fleet's
+// Deployment carries the spread constraints (the operator has read the
+// change, after the pods), it is rolled out.
+func rolledOut(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.TopologySpreadConstraints).NotTo(BeEmpty())
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}).WithTimeout(verbWait).Should(Succeed())
+}
