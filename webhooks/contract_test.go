@@ -82,7 +82,7 @@ var _ = Describe("Validating webhook on objects that already exist", func() {
 // chain (schema, CEL, defaulting and validating webhooks) accepts, the
 // controller agrees with and builds into objects the API server accepts.
 var _ = Describe("Every Memcached the admission chain accepts", func() {
-	It("passes the controller's own checks and builds a Deployment, Service and PodDisruptionBudget the API server accepts", func() {
+	It("passes the controller's own checks and builds a Deployment, Service, PodDisruptionBudget and NetworkPolicy the API server accepts", func() {
 		n := 1000
 		if v, err := strconv.Atoi(os.Getenv("PROPERTY_SPECS")); err == nil && v > 0 {
 			n = v
@@ -91,7 +91,7 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		ns := newNamespace()
 		cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
-		accepted, rejected, built := 0, 0, 0
+		accepted, rejected, built, policies := 0, 0, 0, 0
 		for i := range n {
 			mc := specgen.Random(r, 160)
 			mc.Namespace = ns
@@ -119,10 +119,16 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 				Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
 				built++
 			}
+			if np := memcached.BuildNetworkPolicy(mc, spec); np != nil {
+				Expect(k8s.Apply(ctx, np, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: NetworkPolicy %+v", desc(), mc.Spec.NetworkPolicy)
+				built++
+				policies++
+			}
 		}
-		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d\n", n, accepted, rejected, built)
-		AddReportEntry("admission property", map[string]int{"specs": n, "admitted": accepted, "refused": rejected, "objects dry-run": built})
+		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d)\n", n, accepted, rejected, built, policies)
+		AddReportEntry("admission property", map[string]int{"specs": n, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies})
 		Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
 		Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
+		Expect(policies).To(BeNumerically(">", n/100), "and the NetworkPolicy builder")
 	})
 })

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -228,6 +229,31 @@ func TestValidateCreate(t *testing.T) {
 		{name: "invalid ServiceMonitor labels", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.Monitoring = &cachev1alpha1.MonitoringSpec{ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Labels: map[string]string{"bad key": "x"}}}
 		}, errPaths: []string{"spec.monitoring.serviceMonitor.labels"}},
+		{name: "network policy peers of every valid shape", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true), From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}}},
+				{NamespaceSelector: &metav1.LabelSelector{}},
+				{PodSelector: &metav1.LabelSelector{}, NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "fd00::/8"}},
+			}, MetricsFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}
+		}},
+		{name: "network policy peers the API server refuses", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{From: []networkingv1.NetworkPolicyPeer{
+				{},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}, PodSelector: &metav1.LabelSelector{}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.1/8"}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/16", Except: []string{"10.0.0.0/16", "10.2.0.0/24", "bad"}}},
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key": "x"}}},
+			}, MetricsFrom: []networkingv1.NetworkPolicyPeer{
+				{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}},
+				{IPBlock: &networkingv1.IPBlock{}},
+			}}
+		}, errPaths: []string{"spec.networkPolicy.from[0]", "spec.networkPolicy.from[1]", "spec.networkPolicy.from[2].ipBlock.cidr",
+			"spec.networkPolicy.from[3].ipBlock.except[0]", "spec.networkPolicy.from[3].ipBlock.except[1]", "spec.networkPolicy.from[3].ipBlock.except[2]",
+			"spec.networkPolicy.from[4].podSelector.matchLabels", "spec.networkPolicy.metricsFrom[0].namespaceSelector.matchExpressions[0].values",
+			"spec.networkPolicy.metricsFrom[1].ipBlock.cidr"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,12 +2,15 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -139,7 +142,62 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, apivalidation.ValidateAnnotations(spec.PodAnnotations, path.Child("podAnnotations"))...)
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
 	errs = append(errs, validatePodSpec(path, spec)...)
+	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
 	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+}
+
+// validateNetworkPolicy holds the peers to the API server's NetworkPolicy
+// rules, so that an admitted fleet's policy is one it accepts.
+func validateNetworkPolicy(path *field.Path, np *cachev1alpha1.NetworkPolicySpec) field.ErrorList {
+	if np == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i := range np.From {
+		errs = append(errs, validatePeer(path.Child("from").Index(i), &np.From[i])...)
+	}
+	for i := range np.MetricsFrom {
+		errs = append(errs, validatePeer(path.Child("metricsFrom").Index(i), &np.MetricsFrom[i])...)
+	}
+	return errs
+}
+
+func validatePeer(path *field.Path, p *networkingv1.NetworkPolicyPeer) field.ErrorList {
+	var errs field.ErrorList
+	if p.PodSelector != nil {
+		errs = append(errs, validateLabelSelector(path.Child("podSelector"), p.PodSelector)...)
+	}
+	if p.NamespaceSelector != nil {
+		errs = append(errs, validateLabelSelector(path.Child("namespaceSelector"), p.NamespaceSelector)...)
+	}
+	switch {
+	case p.IPBlock != nil && (p.PodSelector != nil || p.NamespaceSelector != nil):
+		errs = append(errs, field.Forbidden(path, "ipBlock stands alone: a peer is either an ipBlock or selectors"))
+	case p.IPBlock != nil:
+		errs = append(errs, validateIPBlock(path.Child("ipBlock"), p.IPBlock)...)
+	case p.PodSelector == nil && p.NamespaceSelector == nil:
+		errs = append(errs, field.Required(path, "a peer needs a podSelector, a namespaceSelector or an ipBlock"))
+	}
+	return errs
+}
+
+func validateIPBlock(path *field.Path, b *networkingv1.IPBlock) field.ErrorList {
+	errs := validation.IsValidCIDR(path.Child("cidr"), b.CIDR)
+	if len(errs) > 0 {
+		return errs
+	}
+	block := netip.MustParsePrefix(b.CIDR)
+	for i, except := range b.Except {
+		p := path.Child("except").Index(i)
+		if e := validation.IsValidCIDR(p, except); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		if ex := netip.MustParsePrefix(except); !block.Contains(ex.Addr()) || ex.Bits() <= block.Bits() {
+			errs = append(errs, field.Invalid(p, except, "must be a strict subset of cidr "+b.CIDR))
+		}
+	}
+	return errs
 }
 
 func validateMonitoring(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
@@ -274,7 +332,7 @@ func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 func restartsPods(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {
 	o, n := oldSpec.DeepCopy(), spec.DeepCopy()
 	for _, s := range []*cachev1alpha1.MemcachedSpec{o, n} {
-		s.Size, s.PodDisruptionBudget = nil, nil
+		s.Size, s.PodDisruptionBudget, s.NetworkPolicy = nil, nil, nil
 	}
 	return !apiequality.Semantic.DeepEqual(o, n)
 }

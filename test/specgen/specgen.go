@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -164,7 +165,41 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 	}
 	// Drawn last, so the seed corpora keep producing the specs they did.
 	sp.NodeLossTolerationSeconds = opt(s, []int64{0, 30, 300, 86400}, []int64{-1, 86401})
+	if s.maybe() {
+		sp.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{
+			Enabled:     opt(s, []bool{true, false}, nil),
+			From:        list(s, 3, func() networkingv1.NetworkPolicyPeer { return peer(s) }),
+			MetricsFrom: list(s, 2, func() networkingv1.NetworkPolicyPeer { return peer(s) }),
+		}
+	}
 	return mc
+}
+
+// peer is a NetworkPolicy peer of one of the shapes the API server knows,
+// or, now and then, one it refuses (no selector, ipBlock with a selector).
+func peer(s *source) networkingv1.NetworkPolicyPeer {
+	selector := func() *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: strMap(s, 1, []string{"role", "kubernetes.io/metadata.name"}, []string{"bad key"}, []string{"web", "monitoring"}, []string{"-x-"})}
+	}
+	var p networkingv1.NetworkPolicyPeer
+	switch pick(s, []int{0, 1, 2, 3}, []int{4, 5}) {
+	case 0:
+		p.PodSelector = selector()
+	case 1:
+		p.NamespaceSelector = selector()
+	case 2:
+		p.PodSelector, p.NamespaceSelector = selector(), selector()
+	case 3:
+		// Each block with an exception inside it.
+		blocks := map[string]string{"10.0.0.0/8": "10.1.0.0/16", "192.168.1.0/24": "192.168.1.128/25", "fd00::/8": "fd00:1::/32"}
+		p.IPBlock = &networkingv1.IPBlock{CIDR: pick(s, []string{"10.0.0.0/8", "192.168.1.0/24", "fd00::/8"}, []string{"10.0.0.1/8", "10.0.0.0/33", "not a cidr"})}
+		if s.maybe() {
+			p.IPBlock.Except = []string{pick(s, []string{blocks[p.IPBlock.CIDR]}, []string{"172.16.0.0/12", p.IPBlock.CIDR})}
+		}
+	case 5:
+		p.IPBlock, p.PodSelector = &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}, selector()
+	}
+	return p
 }
 
 func resources(s *source) *corev1.ResourceRequirements {

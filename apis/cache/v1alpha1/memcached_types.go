@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -183,6 +184,39 @@ type MemcachedSpec struct {
 	// monitoring exposes the fleet's memcached statistics to Prometheus.
 	// +optional
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
+	// networkPolicy limits who may reach the fleet's pods: memcached's
+	// protocol has no authentication of its own, so anyone who can connect
+	// can read, overwrite or flush every key.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec configures the NetworkPolicy the operator owns for a
+// fleet. It takes effect only in a cluster whose network plugin enforces
+// NetworkPolicy.
+type NetworkPolicySpec struct {
+	// enabled creates the fleet's NetworkPolicy; disabling it deletes it. Off
+	// unless set: a policy turned on by an operator upgrade would cut off
+	// every client outside the namespace at once.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// from are the peers that may connect to the memcached port (a
+	// NetworkPolicy's ingress peers: podSelector, namespaceSelector, both
+	// together, or an ipBlock). Empty: the pods of the fleet's namespace.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	From []networkingv1.NetworkPolicyPeer `json:"from,omitempty"`
+
+	// metricsFrom are the peers that may connect to the exporter's metrics
+	// port, when the fleet runs the exporter; usually the namespace of
+	// Prometheus. Empty: the pods of the fleet's namespace.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // MonitoringSpec exposes a fleet's memcached statistics to Prometheus.

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -343,4 +344,42 @@ func TestComputeStatus(t *testing.T) {
 			g.Expect(mc.Status).To(Equal(*before))
 		})
 	}
+}
+
+func TestBuildNetworkPolicy(t *testing.T) {
+	g := NewWithT(t)
+	mc, spec := newMemcached(nil)
+	g.Expect(memcached.BuildNetworkPolicy(mc, spec)).To(BeNil(), "off unless enabled")
+	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)} })
+	g.Expect(memcached.BuildNetworkPolicy(mc, spec)).To(BeNil())
+
+	// Enabled with no peers: the namespace's own pods, the memcached port only.
+	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Port = ptr.To[int32](2000)
+		s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)}
+	})
+	np := &networkingv1.NetworkPolicy{}
+	g.Expect(roundTrip(memcached.BuildNetworkPolicy(mc, spec), np)).To(Succeed())
+	g.Expect(np.OwnerReferences).To(ConsistOf(HaveField("Controller", ptr.To(true))))
+	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": mc.Name}))
+	g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}), "egress is left alone")
+	g.Expect(np.Spec.Ingress).To(HaveLen(1))
+	g.Expect(np.Spec.Ingress[0].Ports).To(ConsistOf(And(HaveField("Port", ptr.To(intstr.FromInt32(2000))), HaveField("Protocol", ptr.To(corev1.ProtocolTCP)))))
+	g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}), "same namespace")
+
+	// Peers as given, and the metrics port with the exporter.
+	web := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}}}
+	prom := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}
+	block := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
+	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)}}
+		s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true), From: []networkingv1.NetworkPolicyPeer{web, block}, MetricsFrom: []networkingv1.NetworkPolicyPeer{prom}}
+		policy.Default(s, policy.Config{ExporterImage: "operator:test"})
+	})
+	np = &networkingv1.NetworkPolicy{}
+	g.Expect(roundTrip(memcached.BuildNetworkPolicy(mc, spec), np)).To(Succeed())
+	g.Expect(np.Spec.Ingress).To(HaveLen(2))
+	g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{web, block}))
+	g.Expect(np.Spec.Ingress[1].Ports).To(ConsistOf(HaveField("Port", ptr.To(intstr.FromInt32(9150)))))
+	g.Expect(np.Spec.Ingress[1].From).To(Equal([]networkingv1.NetworkPolicyPeer{prom}))
 }

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -157,13 +158,14 @@ var ownedPhases = []struct {
 	{"service", func(r *Reconciler) phase { return r.reconcileService }},
 	{"poddisruptionbudget", func(r *Reconciler) phase { return r.reconcilePodDisruptionBudget }},
 	{"servicemonitor", func(r *Reconciler) phase { return r.reconcileServiceMonitor }},
+	{"networkpolicy", func(r *Reconciler) phase { return r.reconcileNetworkPolicy }},
 }
 
 // createdKinds lists what a pass created in the order the objects are
 // described everywhere else.
 func (s *scope) createdKinds() []string {
 	var kinds []string
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor"} {
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy"} {
 		if s.created[k] {
 			kinds = append(kinds, k)
 		}
@@ -177,6 +179,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -342,6 +345,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Watches(&appsv1.Deployment{}, coalesceUpdates(ownedBy, statusSettle)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
 			builder.WithPredicates(readyPodsChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(podChanged)).

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -87,6 +88,7 @@ func CacheOptions(namespaces []string) cache.Options {
 		&appsv1.Deployment{}:            own,
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
+		&networkingv1.NetworkPolicy{}:   own,
 		&discoveryv1.EndpointSlice{}:    slices,
 		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
 		// Status is patched as a merge patch computed from the object read,
