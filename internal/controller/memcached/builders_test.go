@@ -350,7 +350,9 @@ func TestBuildNetworkPolicy(t *testing.T) {
 	g := NewWithT(t)
 	mc, spec := newMemcached(nil)
 	g.Expect(memcached.BuildNetworkPolicy(mc, spec)).To(BeNil(), "off unless enabled")
-	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)} })
+	mc, spec = newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)}
+	})
 	g.Expect(memcached.BuildNetworkPolicy(mc, spec)).To(BeNil())
 
 	// Enabled with no peers: the namespace's own pods, the memcached port only.
