@@ -201,7 +201,7 @@ path_of() {
       build "$name" "$d" go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" \
         "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
     kube-network-policies)
-      local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION/kube-network-policies"
+      local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
       build "$name" "$d" go_kube_network_policies ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"

@@ -12,6 +12,11 @@
 # has nft_compat and the xtables NFQUEUE target (CONFIG_NFT_COMPAT=y,
 # CONFIG_NETFILTER_XT_TARGET_NFQUEUE=y), which hand packets to the same
 # nfnetlink queue: the patch builds that target (nfqueuext.Target) instead.
+# Second: with NRI off (containerd's NRI socket is machine-wide, so the
+# testbed turns it off) the controller looks an address that is no pod's
+# (a node's, the API server's) up in its nil NRI plugin and dies of a nil
+# pointer dereference on the first such packet it is asked about; the
+# patch answers "no pod" there instead, as the apiserver-only path means to.
 # Everything else — the rules, the sets, the verdicts — is upstream's.
 set -euo pipefail
 out=${1:?usage: patch.sh DIR}
@@ -26,15 +31,17 @@ file=$out/src/pkg/networkpolicy/controller.go
 sed -i -e 's|^\tqueue := &expr\.Queue{Num: uint16(c\.config\.QueueID)}$|\tqueue := nfqueuext.Target(uint16(c.config.QueueID), false)|' \
   -e 's|^\t\tqueue\.Flag = expr\.QueueFlagBypass$|\t\tqueue = nfqueuext.Target(uint16(c.config.QueueID), true)|' \
   -e 's|^\t"github\.com/google/nftables/expr"$|&\n\t"memcached-operator.local/build/kube-network-policies/nfqueuext"|' \
+  -e 's|^\t\t\tpodKey := c\.nriPlugin\.GetPodFromIP(podIP)$|\t\t\tif c.nriPlugin == nil {\n\t\t\t\treturn nil\n\t\t\t}\n&|' \
   "$file"
-# Each rewrite must have hit (two queue rules, one import): a new upstream
-# version that moved them fails here rather than building rules this kernel refuses.
+# Each rewrite must have hit (two queue rules, one import, one NRI lookup): a
+# new upstream version that moved them fails here rather than building rules
+# this kernel refuses or a daemon that dies.
 count() { grep -c -- "$1" "$file" || true; }
 if [[ $(count 'nfqueuext\.Target(uint16(c\.config\.QueueID), false)') != 2 ||
   $(count 'nfqueuext\.Target(uint16(c\.config\.QueueID), true)') != 2 ||
   $(count '"memcached-operator.local/build/kube-network-policies/nfqueuext"') != 1 ||
-  $(count 'expr\.Queue') != 0 ]]; then
-  echo "patch.sh: $file is not v0.8.0's: its queue expressions were not all replaced" >&2
+  $(count 'expr\.Queue') != 0 || $(count 'if c\.nriPlugin == nil {') != 1 ]]; then
+  echo "patch.sh: $file is not v0.8.0's: not every rewrite applied" >&2
   exit 1
 fi
 cp "$here/go.mod" "$here/go.sum" "$out/"

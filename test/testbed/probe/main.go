@@ -9,9 +9,12 @@
 //	probe memcached HOST:PORT   set a key and get it back
 //	probe reach HOST:PORT TIMEOUT
 //	                            memcached set/get once, within TIMEOUT: exit 0
-//	                            and "memcached set/get ok", or exit 1 and
-//	                            "unreachable: <error>" (for `kubectl exec`:
-//	                            a refusal is an answer, not to be retried)
+//	                            and "memcached set/get ok: ...", or exit 1 and
+//	                            "unreachable: <error>", each followed by
+//	                            "; dialled <RFC 3339 time> took <duration>"
+//	                            (for `kubectl exec`: a refusal is an answer,
+//	                            not to be retried; the pod shares the test's
+//	                            clock, so the dial time places the attempt)
 //	probe load NAME PORT RATE DURATION
 //	                            set/get against every address NAME resolves to,
 //	                            RATE ops/s for DURATION; prints the counts
@@ -131,12 +134,14 @@ func reach(args []string) int {
 		fmt.Fprintln(os.Stderr, "reach: bad TIMEOUT:", err)
 		return 2
 	}
+	start := time.Now()
 	out, err := memcached(args[0], timeout)
+	when := fmt.Sprintf("; dialled %s took %s", start.UTC().Format(time.RFC3339Nano), time.Since(start))
 	if err != nil {
-		fmt.Println("unreachable:", err)
+		fmt.Printf("unreachable: %v%s\n", err, when)
 		return 1
 	}
-	fmt.Println(out)
+	fmt.Println(out + when)
 	return 0
 }
 
