@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,12 +31,7 @@ import (
 // deletion lets the refused clients in again. How long each change took to
 // be enforced is printed.
 var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), func() {
-	const (
-		// A dropped SYN shows as a connect timeout: long enough for a round
-		// trip on a loaded 2-core machine, short enough to poll with.
-		reachTimeout = 3 * time.Second
-		port         = 11211
-	)
+	const port = 11211
 	var (
 		ctx        = context.Background()
 		ns, other  string
@@ -149,7 +145,7 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 	addr := func() string { return fmt.Sprintf("%s:%d", serverIP, port) }
 
 	It("lets every client reach the server while no policy selects it", func() {
-		for _, r := range reachAll(clients, addr(), reachTimeout) {
+		for _, r := range reachAll(clients, addr()) {
 			Expect(r.ok).To(BeTrue(), "%s before any policy: %s", r.client.name, r.out)
 		}
 	})
@@ -175,11 +171,11 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 		// The policy was in force when the first refused attempt dialled, and
 		// not yet when the last admitted one did: an upper and a lower bound
 		// (attempts are an exec apart, a few hundred milliseconds).
-		took := timeToChange(unlabelled, addr(), reachTimeout, created, false)
+		took := timeToChange(unlabelled, addr(), created, false)
 		GinkgoWriter.Printf("policy enforced %s after it was created%s\n", took, enforcerSync(serverNode, created))
 		AddReportEntry("NetworkPolicy enforced after create", took)
 
-		for _, r := range reachAll(clients, addr(), reachTimeout) {
+		for _, r := range reachAll(clients, addr()) {
 			if r.client.allowed {
 				Expect(r.ok).To(BeTrue(), "%s is allowed by the policy: %s", r.client.name, r.out)
 				continue
@@ -215,7 +211,7 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 			out := mustRun(kubectl("exec", "-n", c.ns, c.name, "--", "/probe", "status", "https://kubernetes.default.svc/"))
 			Expect(out).To(MatchRegexp(`status 40[13]`), "%s to the API server", c)
 		}
-		for _, r := range reachAll(clients, addr(), reachTimeout) {
+		for _, r := range reachAll(clients, addr()) {
 			Expect(r.ok).To(Equal(r.client.allowed), "%s: %s", r.client.name, r.out)
 		}
 	})
@@ -224,14 +220,19 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 		Expect(policy).NotTo(BeNil(), "the previous spec made the policy")
 		deleted := time.Now()
 		Expect(k8s.Delete(ctx, policy)).To(Succeed())
-		took := timeToChange(unlabelled, addr(), reachTimeout, deleted, true)
+		took := timeToChange(unlabelled, addr(), deleted, true)
 		GinkgoWriter.Printf("policy lifted %s after it was deleted%s\n", took, enforcerSync(serverNode, deleted))
 		AddReportEntry("NetworkPolicy lifted after delete", took)
-		for _, r := range reachAll(clients, addr(), reachTimeout) {
+		for _, r := range reachAll(clients, addr()) {
 			Expect(r.ok).To(BeTrue(), "%s after the policy's deletion: %s", r.client.name, r.out)
 		}
 	})
 })
+
+// reachTimeout bounds every attempt of the NetworkPolicy spec. A dropped SYN
+// shows as a connect timeout: long enough for a round trip on a loaded
+// 2-core machine, short enough to poll with.
+const reachTimeout = 3 * time.Second
 
 // npClient is one client pod of the NetworkPolicy spec and what the policy
 // says of it.
@@ -260,9 +261,9 @@ var reachWhen = regexp.MustCompile(`(?m); dialled (\S+) took (\S+)$`)
 // addr (`probe reach`, through kubectl exec). ok is false only when the probe
 // itself says the server was unreachable; the error is for anything else
 // (the exec failed), which says nothing about the policy.
-func reachOne(c npClient, addr string, timeout time.Duration) (reachResult, error) {
+func reachOne(c npClient, addr string) (reachResult, error) {
 	r := reachResult{client: c}
-	out, err := kubectl("exec", "-n", c.ns, c.name, "--", "/probe", "reach", addr, timeout.String())
+	out, err := kubectl("exec", "-n", c.ns, c.name, "--", "/probe", "reach", addr, reachTimeout.String())
 	r.out = strings.TrimSpace(out)
 	switch {
 	case err == nil && strings.Contains(r.out, "memcached set/get ok"):
@@ -280,7 +281,7 @@ func reachOne(c npClient, addr string, timeout time.Duration) (reachResult, erro
 	r.dialled, err1 = time.Parse(time.RFC3339Nano, m[1])
 	r.took, err2 = time.ParseDuration(m[2])
 	if err1 != nil || err2 != nil {
-		return r, fmt.Errorf("probe in %s: %q: %v %v", c, r.out, err1, err2)
+		return r, fmt.Errorf("probe in %s: %q: %w", c, r.out, errors.Join(err1, err2))
 	}
 	return r, nil
 }
@@ -288,11 +289,11 @@ func reachOne(c npClient, addr string, timeout time.Duration) (reachResult, erro
 // timeToChange tries c until an attempt's answer is want (a minute at most)
 // and says when, after since, the change took effect: by the time the first
 // such attempt dialled, and after the last attempt before it, if any.
-func timeToChange(c npClient, addr string, timeout time.Duration, since time.Time, want bool) string {
+func timeToChange(c npClient, addr string, since time.Time, want bool) string {
 	GinkgoHelper()
 	var last, first *reachResult
 	Eventually(func(g Gomega) {
-		r, err := reachOne(c, addr, timeout)
+		r, err := reachOne(c, addr)
 		g.Expect(err).NotTo(HaveOccurred())
 		if r.ok != want {
 			last = &r
@@ -335,7 +336,7 @@ func enforcerSync(node string, since time.Time) string {
 }
 
 // reachAll tries every client at once (a refused one takes the whole timeout).
-func reachAll(clients []npClient, addr string, timeout time.Duration) []reachResult {
+func reachAll(clients []npClient, addr string) []reachResult {
 	GinkgoHelper()
 	results := make([]reachResult, len(clients))
 	errs := make([]error, len(clients))
@@ -344,7 +345,7 @@ func reachAll(clients []npClient, addr string, timeout time.Duration) []reachRes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = reachOne(c, addr, timeout)
+			results[i], errs[i] = reachOne(c, addr)
 		}()
 	}
 	wg.Wait()
