@@ -11,6 +11,8 @@
 #        containerd ctr containerd-shim-runc-v2 coredns kwok
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
 #        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
+#        kube-network-policies (the testbed's NetworkPolicy enforcer, NETPOL=1;
+#          hack/build/kube-network-policies)
 #        prometheus prometheus-operator prometheus-config-reloader (the testbed's
 #          monitoring stack, hack/build/prometheus{,-operator}; CRDs: prometheus-operator-crds)
 #        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
@@ -121,6 +123,24 @@ go_prometheus() {
   (cd "$HERE/build/$1" && go build -tags "$PROM_TAGS" \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=$3" -o "$OUT" "$2")
 }
+# kube-network-policies' controller with a main for a node daemon, built
+# against a patched copy of the module that patch.sh makes from the module
+# cache: its nft queue expression becomes the xtables NFQUEUE target (this
+# kernel has no nft queue).
+go_kube_network_policies() {
+  local dir=$HERE/build/kube-network-policies tmp v
+  v=$(cd "$dir" && go list -m -f '{{.Version}}' sigs.k8s.io/kube-network-policies)
+  [[ $v == "$KUBE_NETWORK_POLICIES_VERSION" ]] ||
+    { log "hack/build/kube-network-policies requires $v, versions.env pins $KUBE_NETWORK_POLICIES_VERSION"; return 1; }
+  tmp=$(mktemp -d)
+  local rc=0
+  "$dir/patch.sh" "$tmp" >/dev/null || rc=$?
+  if ((rc == 0)); then
+    (cd "$dir" && go build -modfile "$tmp/go.mod" -ldflags "-s -w" -o "$OUT" ./cmd/kube-network-policies) || rc=$?
+  fi
+  rm -rf "$tmp"
+  return "$rc"
+}
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
@@ -180,6 +200,9 @@ path_of() {
       local d="$STORE/tools/kwok-$KWOK_VERSION"
       build "$name" "$d" go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" \
         "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
+    kube-network-policies)
+      local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
+      build "$name" "$d" go_kube_network_policies ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

@@ -13,11 +13,19 @@ export WITH_MONITORING = $(MONITORING)
 # namespaces of its own. `make test-e2e NODES=3` passes it on.
 NODES ?= 1
 export TESTBED_NODES = $(NODES)
+# NETPOL=1: every node also runs a NetworkPolicy enforcer (kube-network-policies,
+# hack/build/kube-network-policies); `make test-e2e` always asks for it.
+NETPOL ?= 0
+export WITH_NETPOL = $(NETPOL)
 # NODE=name for node-stop and node-start (testbed, testbed-2, ...).
 NODE ?=
 # Debian packages the testbed needs (runc, CNI plugins, iptables, conntrack,
 # memcached for its image, gcc and libc6-dev for the static pause binary).
 TESTBED_DEBS := runc containernetworking-plugins iptables conntrack memcached gcc libc6-dev util-linux iproute2 kmod
+# nft tells cluster-up that each enforcer's ruleset is loaded.
+ifeq ($(NETPOL),1)
+TESTBED_DEBS += nftables
+endif
 
 ##@ Cluster
 
@@ -30,21 +38,22 @@ cluster-deps: ## Install the Debian packages the testbed needs (apt-get, only wh
 	fi
 
 .PHONY: cluster-binaries
-cluster-binaries: ## Build (once, into $(STORE)) etcd, Kubernetes, containerd, CoreDNS, helm and cert-manager.
+cluster-binaries: ## Build (once, into $(STORE)) etcd, Kubernetes, containerd, CoreDNS, helm and cert-manager (NETPOL=1: and kube-network-policies).
 	$(TOOL) etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
 	  containerd ctr containerd-shim-runc-v2 coredns helm \
-	  cert-manager-controller cert-manager-webhook cert-manager-cainjector >/dev/null
+	  cert-manager-controller cert-manager-webhook cert-manager-cainjector \
+	  $(if $(filter 1,$(NETPOL)),kube-network-policies) >/dev/null
 
 .PHONY: images
 images: cluster-deps ## Build the testbed's OCI image archives (operator image every time, the others once).
 	test/testbed/images.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus); kubeconfig in $(TESTBED_DIR)/kubeconfig.
+cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus; NETPOL=1: + NetworkPolicy enforcement); kubeconfig in $(TESTBED_DIR)/kubeconfig.
 	test/testbed/cluster-up.sh
 
 .PHONY: node-stop
-node-stop: ## Kill one node of the running testbed at once (NODE=testbed-2): kubelet, containerd, kube-proxy, shims, containers.
+node-stop: ## Kill one node of the running testbed at once (NODE=testbed-2): kubelet, containerd, kube-proxy, enforcer, shims, containers.
 	@[ -n "$(NODE)" ] || { echo 'NODE=<name> is required (testbed, testbed-2, ...)'; exit 2; }
 	test/testbed/node.sh stop $(NODE)
 

@@ -55,7 +55,7 @@ kill_cgroup "$TRACK_CG"
 for ((i = 2; i <= NODES; i++)); do node_env "$i"; kill_cgroup "$N_CG"; done
 phase "containers stopped"
 names=()
-for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("kube-proxy$N_SFX"); done
+for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("kube-proxy$N_SFX" "kube-network-policies$N_SFX"); done
 stop "${names[@]}"
 stop coredns kube-scheduler kube-controller-manager
 stop forward kube-apiserver

@@ -5,6 +5,8 @@
 # 1), and on every node containerd + runc, kubelet, kube-proxy (iptables),
 # bridge CNI; then cert-manager from its own Helm chart, and with
 # WITH_MONITORING=1 prometheus-operator and a Prometheus (monitoring/install.sh).
+# With WITH_NETPOL=1 every node also runs a NetworkPolicy enforcer,
+# kube-network-policies (hack/build/kube-network-policies), beside kube-proxy.
 # Nodes 2..N live in network and mount namespaces of their own (lib.sh,
 # node_env); node.sh stops and starts one node.
 # Every process is started here, recorded in $TB_DIR/pids and stopped by
@@ -23,6 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 START=$SECONDS
 WITH_CERT_MANAGER=${WITH_CERT_MANAGER:-1}
 WITH_MONITORING=${WITH_MONITORING:-0}
+WITH_NETPOL=${WITH_NETPOL:-0}
 NODES=${TESTBED_NODES:-1}
 [[ $NODES =~ ^[1-9]$ ]] || die "TESTBED_NODES=$NODES: from 1 to $MAX_NODES nodes"
 MONITORING_INSTALL=$(dirname "${BASH_SOURCE[0]}")/monitoring/install.sh
@@ -34,6 +37,9 @@ if [[ -e /run/netns/$NETNS ]] && pid_alive kube-apiserver && pid_alive kubelet &
   KUBECONFIG=$TB_DIR/kubeconfig "$KUBECTL_BIN" get --raw /readyz >/dev/null 2>&1; then
   running=$(cluster_nodes)
   ((running == NODES)) || die "the running testbed has $running node(s), not $NODES: make cluster-down first"
+  if [[ $WITH_NETPOL == 1 ]] && ! netpol_enabled; then
+    die "the running testbed enforces no NetworkPolicy: make cluster-down first, then cluster-up NETPOL=1"
+  fi
   log "already up ($running node(s)): KUBECONFIG=$TB_DIR/kubeconfig (cluster-down.sh to stop)"
   if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
   exit 0
@@ -53,6 +59,11 @@ B[kubectl]=$KUBECTL_BIN
 for c in runc iptables conntrack nsenter; do
   command -v "$c" >/dev/null || die "$c is missing: run 'make cluster-deps' (apt-get install runc iptables conntrack util-linux)"
 done
+if [[ $WITH_NETPOL == 1 ]]; then
+  B[kube-network-policies]=$("$TOOL" kube-network-policies)
+  # nft only checks that the enforcer's ruleset loaded (netpol_ready).
+  command -v nft >/dev/null || die "nft is missing: run 'make cluster-deps NETPOL=1' (apt-get install nftables)"
+fi
 [[ -x /usr/lib/cni/bridge ]] || die "CNI plugins missing: run 'make cluster-deps' (containernetworking-plugins)"
 [[ -r $TB_DIR/images.env ]] || die "no images: run 'make images' first"
 TBCTL=$TB_DIR/bin/tbctl
@@ -65,6 +76,7 @@ source "$REPO/hack/versions.env"
 mkdir -p "$RUN_DIR" "$LOGS" "$PIDS" "$ETC" "$BIN" "$TB_DIR/shim-path"
 printf '%s\n' "$TB_DIR" >"$RUN_DIR/testbed-dir"
 echo "$NODES" >"$RUN_DIR/nodes"
+if [[ $WITH_NETPOL == 1 ]]; then touch "$NETPOL_MARK"; fi
 rm -f "$LOGS"/*.log
 # containerd finds its shim through PATH: ours first (Debian may have a 1.x one).
 ln -sfn "${B[containerd-shim-runc-v2]}" "$TB_DIR/shim-path/containerd-shim-runc-v2"
@@ -149,6 +161,7 @@ cp "$PKI/admin.kubeconfig" "$TB_DIR/kubeconfig"
   echo "# The testbed's nodes (written by cluster-up.sh)."
   echo "NODES=$NODES"
   echo "NODE_NAMES=\"$NODE_NAME ${extra_nodes[*]}\""
+  echo "NETPOL=$WITH_NETPOL"
 } >"$TB_DIR/cluster.env"
 export KUBECONFIG=$TB_DIR/kubeconfig
 K=("${B[kubectl]}" --kubeconfig "$TB_DIR/kubeconfig")
@@ -388,6 +401,32 @@ spec:
   podCIDRs: [$N_POD_CIDR]
 YAML
 done
+# The enforcers read policies, pods and namespaces as
+# system:kube-network-policies (one client certificate for every node, like
+# kube-proxy's): list and watch, nothing else. Nodes are read only for admin
+# network policies, which the testbed does not serve; the controller records
+# no events.
+if [[ $WITH_NETPOL == 1 ]]; then
+  "${K[@]}" apply -f - >/dev/null <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-network-policies"}
+rules:
+- apiGroups: [""]
+  resources: [pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-network-policies"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-network-policies"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-network-policies"}
+YAML
+fi
 for ((i = 1; i <= NODES; i++)); do start_node_agents "$i"; done
 
 for ((i = 1; i <= NODES; i++)); do
@@ -401,6 +440,13 @@ for ((i = 1; i <= NODES; i++)); do
   wait_for "kubelet$N_SFX" 120 "${K[@]}" wait --for=condition=Ready "node/$N_NAME" --timeout=2s
   log "node $N_NAME Ready ($((SECONDS - START))s)"
 done
+if [[ $WITH_NETPOL == 1 ]]; then
+  for ((i = 1; i <= NODES; i++)); do
+    node_env "$i"
+    wait_for "kube-network-policies$N_SFX" 60 netpol_ready "$i"
+  done
+  log "NetworkPolicy enforcers loaded on every node ($((SECONDS - START))s)"
+fi
 coredns_ready() { in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8181 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'; }
 wait_for coredns 60 coredns_ready
 

@@ -221,7 +221,26 @@ start_node_runtime() {
   wait_for "containerd$N_SFX" 30 "$("$TOOL" ctr)" --address "$N_SOCK" version
 }
 
-# start_node_agents I: node I's kubelet and kube-proxy.
+# ---- NetworkPolicy enforcement (cluster-up.sh WITH_NETPOL=1): a
+# kube-network-policies daemon on every node, beside kube-proxy. cluster-up.sh
+# leaves NETPOL_MARK so that node.sh restarts it with the node's other daemons.
+NETPOL_MARK=$RUN_DIR/netpol
+NETPOL_TABLE=kube-network-policies
+netpol_enabled() { [[ -e $NETPOL_MARK ]]; }
+
+# node_daemons I: the recorded names of node I's daemons.
+node_daemons() {
+  node_env "$1"
+  local names=("containerd$N_SFX" "kubelet$N_SFX" "kube-proxy$N_SFX")
+  if netpol_enabled; then names+=("kube-network-policies$N_SFX"); fi
+  echo "${names[*]}"
+}
+
+# netpol_ready I: node I's enforcer has loaded its ruleset (its nftables
+# table exists: the kernel took the whole batch, queue target included).
+netpol_ready() { in_node "$1" nft list table inet "$NETPOL_TABLE"; }
+
+# start_node_agents I: node I's kubelet and kube-proxy (and its enforcer).
 start_node_agents() {
   local i=$1
   node_env "$i"
@@ -230,6 +249,14 @@ start_node_agents() {
     --hostname-override "$N_NAME" --node-ip "$N_IP" \
     --node-labels "topology.kubernetes.io/zone=$N_ZONE" --v 1
   start "kube-proxy$N_SFX" --node "$i" "$("$TOOL" kube-proxy)" --config "$N_ETC/kube-proxy.yaml"
+  if netpol_enabled; then
+    # A killed enforcer leaves its table behind (as a machine's kernel would
+    # not after a power loss): gone, so that netpol_ready waits for the new one.
+    in_node "$i" nft delete table inet "$NETPOL_TABLE" 2>/dev/null || true
+    start "kube-network-policies$N_SFX" --node "$i" "$("$TOOL" kube-network-policies)" \
+      --kubeconfig "$PKI/kube-network-policies.kubeconfig" --hostname-override "$N_NAME" \
+      --metrics-bind-address 127.0.0.1:9080
+  fi
 }
 
 # kill_recorded FILE...: SIGKILL to PIDs that runc and the shim recorded
@@ -263,12 +290,14 @@ kill_cgroup() {
 }
 
 # kill_node I: node I dies at once, as a machine that loses power: SIGKILL to
-# its kubelet, containerd, kube-proxy, the shims and every container. Its
-# folders, namespaces and configuration stay for start_node_* to reuse.
+# its kubelet, containerd, kube-proxy, enforcer, the shims and every
+# container. Its folders, namespaces and configuration stay for
+# start_node_* to reuse.
 kill_node() {
   local i=$1 name pid
   node_env "$i"
-  for name in "kubelet$N_SFX" "containerd$N_SFX" "kube-proxy$N_SFX"; do
+  local daemons=("kubelet$N_SFX" "containerd$N_SFX" "kube-proxy$N_SFX" "kube-network-policies$N_SFX")
+  for name in "${daemons[@]}"; do
     if pid_alive "$name"; then read -r pid _ <"$PIDS/$name.pid"; kill -KILL "$pid" 2>/dev/null; fi
   done
   if [[ -n $N_CG ]]; then
@@ -281,7 +310,7 @@ kill_node() {
     kill_cgroup "$PODS_CG"
     kill_cgroup "$TRACK_CG"
   fi
-  for name in "kubelet$N_SFX" "containerd$N_SFX" "kube-proxy$N_SFX"; do
+  for name in "${daemons[@]}"; do
     for _ in $(seq 50); do pid_alive "$name" || break; sleep 0.1; done
     pid_alive "$name" && die "$name survived SIGKILL"
     rm -f "$PIDS/$name.pid"

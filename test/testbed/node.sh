@@ -3,12 +3,14 @@
 # tests (make node-stop NODE=..., make node-start NODE=...).
 #
 #   node.sh stop NAME    SIGKILL to the node's kubelet, containerd, kube-proxy,
-#                        runc shims and containers, as a machine that loses
-#                        power; its network namespace, address and state on
-#                        disk stay, so the API server sees it go silent.
-#   node.sh start NAME   starts its containerd, kubelet and kube-proxy again
-#                        from the configuration cluster-up.sh wrote; returns
-#                        once the node posts Ready after the restart.
+#                        NetworkPolicy enforcer (NETPOL=1), runc shims and
+#                        containers, as a machine that loses power; its
+#                        network namespace, address and state on disk stay,
+#                        so the API server sees it go silent.
+#   node.sh start NAME   starts its containerd, kubelet, kube-proxy (and
+#                        enforcer) again from the configuration cluster-up.sh
+#                        wrote; returns once the node posts Ready after the
+#                        restart and its enforcer has loaded its rules.
 #   node.sh status       every node: its processes and its Ready condition.
 #
 # NAME is testbed, testbed-2, ... (stopping testbed, node 1, leaves the
@@ -32,9 +34,10 @@ ready_condition() {
 
 # node_processes I: "name=up|down" for the node's daemons.
 node_processes() {
-  local name out=()
+  local name out=() daemons
+  read -ra daemons <<<"$(node_daemons "$1")"
   node_env "$1"
-  for name in "containerd$N_SFX" "kubelet$N_SFX" "kube-proxy$N_SFX"; do
+  for name in "${daemons[@]}"; do
     if pid_alive "$name"; then out+=("${name%"$N_SFX"}=up"); else out+=("${name%"$N_SFX"}=down"); fi
   done
   echo "${out[*]}"
@@ -58,10 +61,12 @@ node_env "$i"
 case $cmd in
   stop)
     kill_node "$i"
-    log "node $name stopped (SIGKILL: kubelet, containerd, kube-proxy, shims, containers)"
+    log "node $name stopped (SIGKILL: kubelet, containerd, kube-proxy, enforcer, shims, containers)"
     ;;
   start)
-    if pid_alive "kubelet$N_SFX" && pid_alive "containerd$N_SFX" && pid_alive "kube-proxy$N_SFX"; then
+    running=1
+    for d in $(node_daemons "$i"); do pid_alive "$d" || running=0; done
+    if ((running)); then
       log "node $name already runs"
       exit 0
     fi
@@ -81,6 +86,7 @@ case $cmd in
       [[ $status == True && ! $beat < $since ]]
     }
     wait_for "kubelet$N_SFX" 120 ready_again "$name"
+    if netpol_enabled; then wait_for "kube-network-policies$N_SFX" 60 netpol_ready "$i"; fi
     log "node $name started, Ready in $((SECONDS - t0))s"
     ;;
   *) usage ;;

@@ -7,6 +7,14 @@
 //	probe status URL            GET URL without credentials, print its status code
 //	probe dns NAME              resolve NAME through /etc/resolv.conf
 //	probe memcached HOST:PORT   set a key and get it back
+//	probe reach HOST:PORT TIMEOUT
+//	                            memcached set/get once, within TIMEOUT: exit 0
+//	                            and "memcached set/get ok: ...", or exit 1 and
+//	                            "unreachable: <error>", each followed by
+//	                            "; dialled <RFC 3339 time> took <duration>"
+//	                            (for `kubectl exec`: a refusal is an answer,
+//	                            not to be retried; the pod shares the test's
+//	                            clock, so the dial time places the attempt)
 //	probe load NAME PORT RATE DURATION
 //	                            set/get against every address NAME resolves to,
 //	                            RATE ops/s for DURATION; prints the counts
@@ -31,12 +39,15 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe load NAME PORT RATE DURATION")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION")
 		os.Exit(2)
 	}
 	mode, arg := os.Args[1], os.Args[2]
 	if mode == "load" {
 		os.Exit(runLoad(os.Args[2:]))
+	}
+	if mode == "reach" {
+		os.Exit(reach(os.Args[2:]))
 	}
 	if mode == "serve" {
 		host, _ := os.Hostname()
@@ -59,7 +70,7 @@ func main() {
 			return strings.Join(addrs, " "), err
 		}
 	case "memcached":
-		check = func() (string, error) { return memcached(arg) }
+		check = func() (string, error) { return memcached(arg, 5*time.Second) }
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", mode)
 		os.Exit(2)
@@ -112,14 +123,38 @@ func status(url string) (string, error) {
 	return fmt.Sprintf("status %d", resp.StatusCode), nil
 }
 
-// memcached stores a value with the text protocol and reads it back.
-func memcached(addr string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+// reach parses `reach HOST:PORT TIMEOUT` and makes one memcached round trip.
+func reach(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe reach HOST:PORT TIMEOUT")
+		return 2
+	}
+	timeout, err := time.ParseDuration(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reach: bad TIMEOUT:", err)
+		return 2
+	}
+	start := time.Now()
+	out, err := memcached(args[0], timeout)
+	when := fmt.Sprintf("; dialled %s took %s", start.UTC().Format(time.RFC3339Nano), time.Since(start))
+	if err != nil {
+		fmt.Printf("unreachable: %v%s\n", err, when)
+		return 1
+	}
+	fmt.Println(out + when)
+	return 0
+}
+
+// memcached stores a value with the text protocol and reads it back, all
+// within timeout.
+func memcached(addr string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = conn.Close() }()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(deadline)
 	host, _ := os.Hostname()
 	val := "hello-from-" + host
 	r := bufio.NewReader(conn)

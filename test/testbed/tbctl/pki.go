@@ -124,6 +124,7 @@ func runPKI(args []string) error {
 		{"kubelet", "system:node:" + *node, *internal, []string{"system:nodes"}},
 		{"kube-proxy", "system:kube-proxy", *internal, nil},
 		{"coredns", "system:coredns", *internal, nil},
+		{"kube-network-policies", "system:kube-network-policies", *internal, nil},
 	}
 	// NodeRestriction lets a kubelet touch only its own Node and pods: every
 	// node has a client certificate of its own.
