@@ -93,34 +93,10 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 				npClient{name: "labelled-remote", ns: ns, node: nodes[1].Name, labelled: true, allowed: true},
 				npClient{name: "unlabelled-remote", ns: ns, node: nodes[1].Name})
 		}
-		for _, c := range clients {
-			labels := map[string]string{"app": "np-client"}
-			if c.labelled {
-				labels["role"] = "client"
-			}
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.ns, Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  onNode(c.node),
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					AutomountServiceAccountToken:  ptr.To(false),
-					Containers: []corev1.Container{{
-						Name: "probe", Image: images["PROBE_IMAGE"], ImagePullPolicy: corev1.PullIfNotPresent,
-						Args: []string{"serve", ":8080"}, SecurityContext: restrictedContext(65532),
-					}},
-				},
-			}
-			Expect(k8s.Create(ctx, p)).To(Succeed())
-		}
-
+		startClients(ctx, clients...)
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(server), server)).To(Succeed())
 			g.Expect(podIsReady(server)).To(BeTrue(), "server not Ready")
-			for _, c := range clients {
-				p := &corev1.Pod{}
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, p)).To(Succeed())
-				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "client %s", c.name)
-			}
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		serverIP = server.Status.PodIP
 		Expect(serverIP).NotTo(BeEmpty())
@@ -261,16 +237,58 @@ type reachResult struct {
 // kubectl may add a line of its own (the exit code) after the probe's.
 var reachWhen = regexp.MustCompile(`(?m); dialled (\S+) took (\S+)$`)
 
+// startClients starts an idle probe pod (an HTTP server nobody calls) for
+// each client, labelled role=client when it is labelled, on its node when
+// it names one, and waits until they run: a spec execs its one-shot
+// attempts in them.
+func startClients(ctx context.Context, clients ...npClient) {
+	GinkgoHelper()
+	for _, c := range clients {
+		labels := map[string]string{"app": "np-client"}
+		if c.labelled {
+			labels["role"] = "client"
+		}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.ns, Labels: labels},
+			Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				AutomountServiceAccountToken:  ptr.To(false),
+				Containers: []corev1.Container{{
+					Name: "probe", Image: images["PROBE_IMAGE"], ImagePullPolicy: corev1.PullIfNotPresent,
+					Args: []string{"serve", ":8080"}, SecurityContext: restrictedContext(65532),
+				}},
+			},
+		}
+		if c.node != "" {
+			p.Spec.NodeSelector = onNode(c.node)
+		}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		for _, c := range clients {
+			p := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, p)).To(Succeed())
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "client %s", c.name)
+		}
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
 // reachOne runs one bounded memcached round trip from the client's pod to
 // addr (`probe reach`, through kubectl exec). ok is false only when the probe
 // itself says the server was unreachable; the error is for anything else
 // (the exec failed), which says nothing about the policy.
-func reachOne(c npClient, addr string) (reachResult, error) {
+func reachOne(c npClient, addr string) (reachResult, error) { return attempt(c, "reach", addr) }
+
+// connectOne is reachOne for a port that speaks something else than
+// memcached: ok when a TCP connection is accepted (`probe connect`).
+func connectOne(c npClient, addr string) (reachResult, error) { return attempt(c, "connect", addr) }
+
+func attempt(c npClient, mode, addr string) (reachResult, error) {
 	r := reachResult{client: c}
-	out, err := kubectl("exec", "-n", c.ns, c.name, "--", "/probe", "reach", addr, reachTimeout.String())
+	out, err := kubectl("exec", "-n", c.ns, c.name, "--", "/probe", mode, addr, reachTimeout.String())
 	r.out = strings.TrimSpace(out)
 	switch {
-	case err == nil && strings.Contains(r.out, "memcached set/get ok"):
+	case err == nil && (strings.Contains(r.out, "memcached set/get ok") || strings.Contains(r.out, "connected")):
 		r.ok = true
 	case strings.Contains(r.out, "unreachable:"):
 		r.ok = false

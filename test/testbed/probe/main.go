@@ -15,6 +15,9 @@
 //	                            (for `kubectl exec`: a refusal is an answer,
 //	                            not to be retried; the pod shares the test's
 //	                            clock, so the dial time places the attempt)
+//	probe connect HOST:PORT TIMEOUT
+//	                            reach for any TCP server: "connected" when a
+//	                            connection is accepted within TIMEOUT
 //	probe load NAME PORT RATE DURATION
 //	                            set/get against every address NAME resolves to,
 //	                            RATE ops/s for DURATION; prints the counts
@@ -39,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION")
 		os.Exit(2)
 	}
 	mode, arg := os.Args[1], os.Args[2]
@@ -47,7 +50,10 @@ func main() {
 		os.Exit(runLoad(os.Args[2:]))
 	}
 	if mode == "reach" {
-		os.Exit(reach(os.Args[2:]))
+		os.Exit(reach(os.Args[2:], memcached))
+	}
+	if mode == "connect" {
+		os.Exit(reach(os.Args[2:], connect))
 	}
 	if mode == "serve" {
 		host, _ := os.Hostname()
@@ -123,8 +129,8 @@ func status(url string) (string, error) {
 	return fmt.Sprintf("status %d", resp.StatusCode), nil
 }
 
-// reach parses `reach HOST:PORT TIMEOUT` and makes one memcached round trip.
-func reach(args []string) int {
+// reach parses `reach|connect HOST:PORT TIMEOUT` and makes one attempt.
+func reach(args []string, try func(addr string, timeout time.Duration) (string, error)) int {
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: probe reach HOST:PORT TIMEOUT")
 		return 2
@@ -135,7 +141,7 @@ func reach(args []string) int {
 		return 2
 	}
 	start := time.Now()
-	out, err := memcached(args[0], timeout)
+	out, err := try(args[0], timeout)
 	when := fmt.Sprintf("; dialled %s took %s", start.UTC().Format(time.RFC3339Nano), time.Since(start))
 	if err != nil {
 		fmt.Printf("unreachable: %v%s\n", err, when)
@@ -143,6 +149,16 @@ func reach(args []string) int {
 	}
 	fmt.Println(out + when)
 	return 0
+}
+
+// connect opens a TCP connection and closes it: the policy let it through.
+func connect(addr string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	_ = conn.Close()
+	return "connected to " + addr, nil
 }
 
 // memcached stores a value with the text protocol and reads it back, all
