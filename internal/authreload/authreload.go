@@ -103,8 +103,11 @@ func (r *Reloader) SignalAll() ([]int, error) {
 		return nil, fmt.Errorf("no process named %q under %s: not started yet, or the pod does not share its process namespace", r.Comm, r.ProcDir)
 	}
 	for _, pid := range pids {
-		if ok, err := Catches(r.ProcDir, pid, r.Signal); err != nil || !ok {
-			return nil, fmt.Errorf("process %d does not catch %s yet (%v)", pid, r.Signal, err)
+		switch ok, err := Catches(r.ProcDir, pid, r.Signal); {
+		case err != nil:
+			return nil, fmt.Errorf("reading whether process %d catches %s: %w", pid, r.Signal, err)
+		case !ok:
+			return nil, fmt.Errorf("process %d does not catch %s yet", pid, r.Signal)
 		}
 	}
 	kill := r.kill

@@ -60,7 +60,7 @@ func (r *Reconciler) observeAuthSecret(ctx context.Context, s *scope) error {
 // fleet.
 func authMissing(s *scope) error {
 	return &reasonError{reason: cachev1alpha1.ReasonAuthSecretMissing, stalled: true,
-		err: fmt.Errorf("Secret %s/%s named by spec.auth.secretRef does not exist: the Deployment is left as it is until it is created", s.memcached.Namespace, s.auth.secret)}
+		err: fmt.Errorf("the Secret %s/%s named by spec.auth.secretRef does not exist: the Deployment is left as it is until it is created", s.memcached.Namespace, s.auth.secret)}
 }
 
 // indexAuthSecret is the authSecretIndex of a fleet.
