@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -76,6 +77,9 @@ func indexAuthSecret(o client.Object) []string {
 func (r *Reconciler) secretToMemcached(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &cachev1alpha1.MemcachedList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{authSecretIndex: o.GetName()}); err != nil {
+		// A list from the cache fails only when it is not synced or the
+		// index is missing; the fleet's next event looks again.
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the fleets of a Secret failed", "secret", client.ObjectKeyFromObject(o))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -509,3 +509,16 @@ func TestComputeStatusAuth(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretCacheKeepsNoData: what the operator caches of a Secret is its
+// identity; kubectl apply's annotation, which copies the data, is dropped.
+func TestSecretCacheKeepsNoData(t *testing.T) {
+	g := NewWithT(t)
+	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u",
+		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: `{"stringData":{"auth":"app:secret"}}`},
+		Labels:        map[string]string{"team": "a"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := memcached.SecretMetadataOnly(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u"}}))
+}

@@ -12,3 +12,6 @@ func AuthMissingError(ns, name, secret string) error {
 	s.memcached.Namespace, s.memcached.Name = ns, name
 	return authMissing(s)
 }
+
+// SecretMetadataOnly is the transform of the Secret metadata cache.
+var SecretMetadataOnly = secretMetadataOnly
