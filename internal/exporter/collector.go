@@ -119,9 +119,10 @@ var commands = []struct{ command, status, key string }{
 
 // Collector scrapes one memcached server each time it is collected.
 type Collector struct {
-	address string
-	timeout time.Duration
-	logger  *slog.Logger
+	address  string
+	timeout  time.Duration
+	logger   *slog.Logger
+	authFile string
 
 	up, version, commands, malloced, slabCommands *prometheus.Desc
 	descs, slabDescs                              []*prometheus.Desc
@@ -148,6 +149,14 @@ func NewCollector(address string, timeout time.Duration, logger *slog.Logger) *C
 	return c
 }
 
+// WithAuthFile logs each scrape in with the first entry of memcached's auth
+// file. The file is read on every scrape, so credentials rotated in place
+// (a Secret volume) are followed without a restart.
+func (c *Collector) WithAuthFile(file string) *Collector {
+	c.authFile = file
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
@@ -163,7 +172,17 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector. A server that cannot be reached,
 // hangs or answers nonsense gives memcached_up 0, never a failed scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s, err := Fetch(context.Background(), c.address, c.timeout)
+	var creds *Credentials
+	var err error
+	if c.authFile != "" {
+		var cr Credentials
+		cr, err = ReadAuthFile(c.authFile)
+		creds = &cr
+	}
+	var s *Stats
+	if err == nil {
+		s, err = Fetch(context.Background(), c.address, c.timeout, creds)
+	}
 	if err != nil {
 		c.logger.Warn("Scrape failed", "address", c.address, "error", err)
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -220,25 +221,10 @@ func TestDownServersGiveUpZero(t *testing.T) {
 // TestRealMemcached scrapes Debian's memcached (the one the project's
 // images are built from) after a set and a get.
 func TestRealMemcached(t *testing.T) {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := startMemcached(t)
+	conn, err := net.Dial("tcp", addr)
 	g.Expect(err).NotTo(HaveOccurred())
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	args := []string{"-l", "127.0.0.1", "-p", fmt.Sprint(port), "-U", "0", "-m", "16"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	cmd := exec.Command(bin, args...)
-	g.Expect(cmd.Start()).To(Succeed())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var conn net.Conn
-	g.Eventually(func() error { conn, err = net.Dial("tcp", addr); return err }).Should(Succeed())
 	_, err = io.WriteString(conn, "set k 0 0 1\r\nx\r\nget k\r\nget missing\r\n")
 	g.Expect(err).NotTo(HaveOccurred())
 	r := bufio.NewReader(conn)
@@ -255,6 +241,108 @@ func TestRealMemcached(t *testing.T) {
 	g.Expect(value(t, addr, time.Second, "memcached_commands_total", "command", "get", "status", "hit")).To(Equal(1.0))
 	g.Expect(value(t, addr, time.Second, "memcached_commands_total", "command", "get", "status", "miss")).To(Equal(1.0))
 	g.Expect(value(t, addr, time.Second, "memcached_current_items")).To(Equal(1.0))
+}
+
+// startMemcached runs Debian's memcached on a loopback port with args
+// added, stopped when the test ends, and returns its address once it
+// accepts connections.
+func startMemcached(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		t.Skip("memcached is not installed (make cluster-deps installs it)")
+	}
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	args = append([]string{"-l", "127.0.0.1", "-p", fmt.Sprint(port), "-U", "0", "-m", "16"}, args...)
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "nobody")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	g.Expect(cmd.Start()).To(Succeed())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	g.Eventually(func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}).Should(Succeed())
+	return addr
+}
+
+// TestRealMemcachedWithAuth scrapes a memcached that refuses every command
+// until a client logs in (-Y): with the auth file the exporter logs in and
+// scrapes; without it, or with a wrong password, memcached_up is 0.
+func TestRealMemcachedWithAuth(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	// memcached drops to nobody when the tests run as root: it must read the file.
+	g.Expect(os.Chmod(dir, 0o755)).To(Succeed())
+	g.Expect(os.Chmod(filepath.Dir(dir), 0o755)).To(Succeed())
+	file := dir + "/auth-file"
+	g.Expect(os.WriteFile(file, []byte("scraper:s3cret\nother:x\n"), 0o644)).To(Succeed())
+	addr := startMemcached(t, "-Y", file)
+
+	conn, err := net.Dial("tcp", addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = io.WriteString(conn, "stats\r\n")
+	g.Expect(err).NotTo(HaveOccurred())
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimSpace(line)).To(Equal("CLIENT_ERROR unauthenticated"), "the server really demands a login")
+	_ = conn.Close()
+
+	collect := func(authFile string) float64 {
+		reg := prometheus.NewPedanticRegistry()
+		c := exporter.NewCollector(addr, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if authFile != "" {
+			c.WithAuthFile(authFile)
+		}
+		g.Expect(reg.Register(c)).To(Succeed())
+		mfs, err := reg.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, mf := range mfs {
+			if mf.GetName() == "memcached_up" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	g.Expect(collect(file)).To(Equal(1.0), "logged in with the file's first entry")
+	g.Expect(collect("")).To(BeZero(), "no credentials: refused, reported as down")
+
+	wrong := dir + "/wrong"
+	g.Expect(os.WriteFile(wrong, []byte("scraper:nope\n"), 0o644)).To(Succeed())
+	g.Expect(collect(wrong)).To(BeZero())
+	g.Expect(collect(dir+"/missing")).To(BeZero(), "an unreadable file is a failed scrape, not a crash")
+}
+
+func TestReadAuthFile(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	for content, want := range map[string]exporter.Credentials{
+		"a:b\n":                {Username: "a", Password: "b"},
+		"\nuser:p:a:ss\r\nx:y": {Username: "user", Password: "p:a:ss"},
+		"only:":                {Username: "only"},
+	} {
+		f := dir + "/f"
+		g.Expect(os.WriteFile(f, []byte(content), 0o600)).To(Succeed())
+		got, err := exporter.ReadAuthFile(f)
+		g.Expect(err).NotTo(HaveOccurred(), content)
+		g.Expect(got).To(Equal(want), content)
+	}
+	for _, content := range []string{"", "\n\n", "nocolon\n", ":pass\n"} {
+		f := dir + "/f"
+		g.Expect(os.WriteFile(f, []byte(content), 0o600)).To(Succeed())
+		_, err := exporter.ReadAuthFile(f)
+		g.Expect(err).To(HaveOccurred(), "%q", content)
+	}
 }
 
 func TestHandlerServesTheExpositionFormat(t *testing.T) {

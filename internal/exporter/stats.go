@@ -32,10 +32,10 @@ type Stats struct {
 	SlabTotals map[string]string
 }
 
-// Fetch connects to addr, asks for `stats`, `stats settings`, `stats slabs`
-// and `stats items`, and closes the connection. The whole exchange must
-// finish within timeout.
-func Fetch(ctx context.Context, addr string, timeout time.Duration) (*Stats, error) {
+// Fetch connects to addr, logs in with creds unless nil, asks for `stats`,
+// `stats settings`, `stats slabs` and `stats items`, and closes the
+// connection. The whole exchange must finish within timeout.
+func Fetch(ctx context.Context, addr string, timeout time.Duration, creds *Credentials) (*Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
@@ -49,6 +49,11 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (*Stats, err
 		return nil, err
 	}
 	rw := bufio.NewReadWriter(bufio.NewReaderSize(conn, maxLineBytes), bufio.NewWriter(conn))
+	if creds != nil {
+		if err := Authenticate(rw, *creds); err != nil {
+			return nil, err
+		}
+	}
 	stats, err := command(rw, "stats")
 	if err != nil {
 		return nil, err

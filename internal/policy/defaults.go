@@ -23,6 +23,9 @@ const (
 	// DefaultNodeLossTolerationSeconds replaces a lost node's cache pods
 	// after 30 s rather than Kubernetes' 300 s.
 	DefaultNodeLossTolerationSeconds int64 = 30
+	// DefaultAuthSecretKey is the key of spec.auth's Secret that holds the
+	// auth file when secretRef.key is empty.
+	DefaultAuthSecretKey = "auth"
 
 	// memoryHeadroomPercent leaves room inside the container limit for
 	// memcached's connection buffers and hash table, which -m does not count.
@@ -76,6 +79,13 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	setIfNil(&spec.Verbosity, DefaultVerbosity)
 	if ExporterEnabled(spec) && spec.Monitoring.Exporter.Image == nil && cfg.ExporterImage != "" {
 		spec.Monitoring.Exporter.Image = ptr.To(cfg.ExporterImage)
+	}
+	if a := spec.Auth; a != nil {
+		setIfNil(&a.SecretRef.Key, DefaultAuthSecretKey)
+		// The operator image holds the reloader too.
+		if a.ReloaderImage == nil && cfg.ExporterImage != "" {
+			a.ReloaderImage = ptr.To(cfg.ExporterImage)
+		}
 	}
 }
 

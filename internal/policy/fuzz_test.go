@@ -117,6 +117,10 @@ func FuzzValidate(f *testing.F) {
 				t.Fatalf("-%c is %q on the command line, the field says %q: %v", k, last[k], v, memcached.Args(spec))
 			}
 		}
+		// The auth file comes from spec.auth alone, never from extraArgs.
+		if y, ok := last['Y']; ok != (spec.Auth != nil) || (ok && y != "/etc/memcached/auth/auth-file") {
+			t.Fatalf("-Y %q on the command line with spec.auth %v: %v", y, spec.Auth, memcached.Args(spec))
+		}
 		for _, forbidden := range []byte{'d', 'u', 'l', 's', 'Z', 'h', 'V'} {
 			if _, ok := last[forbidden]; ok {
 				t.Fatalf("-%c made it onto the command line: %v", forbidden, memcached.Args(spec))

@@ -88,6 +88,24 @@ func TestExporterImageIsPinnedOnlyWhenEnabled(t *testing.T) {
 	g.Expect(paths(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{})))).To(ConsistOf("spec.monitoring.exporter.image"))
 }
 
+func TestAuthDefaults(t *testing.T) {
+	g := NewWithT(t)
+	withOperator := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:1"}
+	spec := cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "s"}}}
+	policy.Default(&spec, withOperator)
+	g.Expect(*spec.Auth.SecretRef.Key).To(Equal("auth"))
+	g.Expect(*spec.Auth.ReloaderImage).To(Equal("operator:1"), "the operator image holds the reloader")
+	policy.Default(&spec, policy.Config{ExporterImage: "operator:2"})
+	g.Expect(*spec.Auth.ReloaderImage).To(Equal("operator:1"), "an operator upgrade does not change a pinned image")
+
+	custom := cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "s", Key: ptr.To("users")}}}
+	policy.Default(&custom, withOperator)
+	g.Expect(*custom.Auth.SecretRef.Key).To(Equal("users"), "a user's key is kept")
+
+	unpinned := cachev1alpha1.MemcachedSpec{Image: ptr.To("m"), Auth: &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "s"}}}
+	g.Expect(paths(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{})))).To(ConsistOf("spec.auth.reloaderImage"))
+}
+
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		name            string
@@ -254,6 +272,21 @@ func TestValidateCreate(t *testing.T) {
 			"spec.networkPolicy.from[3].ipBlock.except[0]", "spec.networkPolicy.from[3].ipBlock.except[1]", "spec.networkPolicy.from[3].ipBlock.except[2]",
 			"spec.networkPolicy.from[4].podSelector.matchLabels", "spec.networkPolicy.metricsFrom[0].namespaceSelector.matchExpressions[0].values",
 			"spec.networkPolicy.metricsFrom[1].ipBlock.cidr"}},
+		{name: "auth from a Secret's default key", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "memcached-auth"}}
+		}},
+		{name: "auth from a dotted Secret name and key", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "cache.auth-v2", Key: ptr.To("users_v2.txt")}, ReloaderImage: ptr.To("reloader:1")}
+		}},
+		{name: "auth Secret names and keys the API server refuses", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "Bad_Name", Key: ptr.To("../auth")}, ReloaderImage: ptr.To(" reloader ")}
+		}, errPaths: []string{"spec.auth.secretRef.name", "spec.auth.secretRef.key", "spec.auth.reloaderImage"}},
+		{name: "auth with an empty Secret name and a key with a slash", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Key: ptr.To("a/b")}}
+		}, errPaths: []string{"spec.auth.secretRef.name", "spec.auth.secretRef.key"}},
+		{name: "auth file given through extraArgs instead of spec.auth", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-Y", "/etc/passwd"}
+		}, errPaths: []string{"spec.extraArgs[0]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

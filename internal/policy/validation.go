@@ -55,6 +55,9 @@ func ValidateResolved(spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 	if ExporterEnabled(spec) && ptr.Deref(spec.Monitoring.Exporter.Image, "") == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "monitoring", "exporter", "image"), "the operator has no --exporter-image: set the image"))
 	}
+	if spec.Auth != nil && ptr.Deref(spec.Auth.ReloaderImage, "") == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "auth", "reloaderImage"), "the operator has no --exporter-image: set the image"))
+	}
 	return errs
 }
 
@@ -143,7 +146,31 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
 	errs = append(errs, validatePodSpec(path, spec)...)
 	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
+	errs = append(errs, validateAuth(path.Child("auth"), spec.Auth)...)
 	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+}
+
+// validateAuth holds the Secret reference to the API server's rules for a
+// Secret's name and a secret volume's key, so that an admitted fleet's pods
+// are ones it accepts.
+func validateAuth(path *field.Path, a *cachev1alpha1.AuthSpec) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	ref := path.Child("secretRef")
+	if msgs := validation.IsDNS1123Subdomain(a.SecretRef.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(ref.Child("name"), a.SecretRef.Name, strings.Join(msgs, "; ")))
+	}
+	if a.SecretRef.Key != nil {
+		if msgs := validation.IsConfigMapKey(*a.SecretRef.Key); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(ref.Child("key"), *a.SecretRef.Key, strings.Join(msgs, "; ")))
+		}
+	}
+	if a.ReloaderImage != nil && (*a.ReloaderImage == "" || strings.TrimSpace(*a.ReloaderImage) != *a.ReloaderImage) {
+		errs = append(errs, field.Invalid(path.Child("reloaderImage"), *a.ReloaderImage, "must name an image, without surrounding spaces"))
+	}
+	return errs
 }
 
 // validateNetworkPolicy holds the peers to the API server's NetworkPolicy

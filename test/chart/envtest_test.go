@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -207,6 +208,31 @@ func reconciledBy(ctx context.Context, ns, name string) {
 	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
+// authReconciledBy waits for the operator to see, from Secrets' metadata
+// alone, that a fleet's auth Secret is missing, then that it was created.
+func authReconciledBy(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1),
+			Auth: &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: name + "-auth"}, ReloaderImage: ptr.To("op:1")}},
+	}
+	Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), mc)).To(Succeed())
+		c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionAuthReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonAuthSecretMissing))
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-auth"},
+		StringData: map[string]string{"auth": "app:pw\n"}})).To(Succeed())
+	Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", name+"-auth")))
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+}
+
 // allowed is whether c may do verb on resource, asked through
 // SelfSubjectAccessReview so that any verb can be checked without side effects.
 func allowed(ctx context.Context, c client.Client, attrs authorizationv1.ResourceAttributes) bool {
@@ -257,10 +283,15 @@ var _ = Describe("The chart's RBAC", func() {
 		runOperator(cfg, ns, nil)
 		reconciledBy(ctx, "team-a", "cluster-wide")
 		reconciledBy(ctx, "other", "cluster-wide")
+		authReconciledBy(ctx, "other", "cluster-auth")
 		operatorCallsSucceed(ctx, c, ns, "other")
 
 		By("keeping what the operator never does forbidden")
-		Expect(c.List(ctx, &corev1.SecretList{}, client.InNamespace("other"))).To(Satisfy(forbidden), "secrets")
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: "other", Name: "cluster-auth-auth"}, &corev1.Secret{})).To(Satisfy(forbidden),
+			"a Secret's data: the operator lists and watches metadata only")
+		for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
+			Expect(allowed(ctx, c, attrs(verb, "", "secrets", "other"))).To(BeFalse(), "secrets "+verb)
+		}
 		Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x"}})).To(Satisfy(forbidden),
 			"the operator reads Memcacheds, users write them")
 		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Satisfy(forbidden))
@@ -280,6 +311,7 @@ var _ = Describe("The chart's RBAC", func() {
 		for _, w := range watched {
 			reconciledBy(ctx, w, "tenant")
 		}
+		authReconciledBy(ctx, "team-b", "tenant-auth")
 		operatorCallsSucceed(ctx, c, ns, "team-b")
 
 		By("keeping every other namespace out of reach")
@@ -290,6 +322,7 @@ var _ = Describe("The chart's RBAC", func() {
 			Expect(allowed(ctx, c, attrs("create", res.group, res.resource, "team-a"))).To(BeTrue(), res.resource)
 		}
 		Expect(allowed(ctx, c, attrs("get", "", "secrets", "team-a"))).To(BeFalse())
+		Expect(allowed(ctx, c, attrs("list", "", "secrets", "other"))).To(BeFalse(), "not even metadata outside the watched namespaces")
 	})
 
 	It("lets the helm test pod do what its check does and nothing else", func(ctx SpecContext) {

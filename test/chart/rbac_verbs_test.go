@@ -143,6 +143,9 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("networking.k8s.io networkpolicies create"))
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"networkPolicy":{"enabled":false}}}`)))).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("networking.k8s.io networkpolicies delete"))
+		By("a fleet with auth, whose Secret the operator sees come from its metadata alone")
+		authReconciledBy(ctx, "team-b", "verbs-auth")
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("core secrets watch"))
 		By("spreading the fleet over zones, then scaling it to one pod, which marks the pod to remove and removes the PodDisruptionBudget")
 		runningPods(ctx, "team-b", "verbs", map[string]string{"verbs-a": "zone-a", "verbs-b": "zone-a"})
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,

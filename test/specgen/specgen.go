@@ -172,6 +172,15 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 			MetricsFrom: list(s, 2, func() networkingv1.NetworkPolicyPeer { return peer(s) }),
 		}
 	}
+	if s.maybe() {
+		sp.Auth = &cachev1alpha1.AuthSpec{
+			SecretRef: cachev1alpha1.AuthSecretReference{
+				Name: pick(s, []string{"memcached-auth", "cache.users", "a"}, []string{"Bad_Name", "-x", strings.Repeat("a", 254)}),
+				Key:  opt(s, []string{"auth", "users.txt", "auth_file-1"}, []string{"a/b", "..", "bad key"}),
+			},
+			ReloaderImage: opt(s, []string{"registry.example.com/memcached-operator:0.2.0"}, []string{"", " op"}),
+		}
+	}
 	return mc
 }
 

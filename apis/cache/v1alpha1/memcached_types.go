@@ -190,6 +190,48 @@ type MemcachedSpec struct {
 	// can read, overwrite or flush every key.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// auth turns on memcached's ASCII authentication (-Y): every command is
+	// refused until the client has sent a user name and password from the
+	// auth file held in a Secret the user owns. Rotating the Secret's
+	// contents reloads the credentials in running pods, without a restart.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+}
+
+// AuthSpec configures memcached's ASCII authentication. The protocol sends
+// the password in plain text: it keeps out clients that can reach the pods
+// but do not hold the credentials, not those who can read the traffic.
+type AuthSpec struct {
+	// secretRef names the Secret, in the fleet's namespace, whose key holds
+	// memcached's auth file: one "username:password" line per credential, at
+	// most 8 lines of at most 256 bytes each. The pods mount it; the
+	// operator never reads its data. Until the Secret exists the fleet's
+	// Deployment is neither created nor changed (AuthReady is False).
+	SecretRef AuthSecretReference `json:"secretRef"`
+
+	// reloaderImage is the image of the sidecar that signals memcached to
+	// re-read the auth file when the Secret changes. Defaults to the
+	// operator's --exporter-image (the operator image, which holds
+	// /memcached-auth-reloader), pinned when auth is turned on, like
+	// spec.image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	ReloaderImage *string `json:"reloaderImage,omitempty"`
+}
+
+// AuthSecretReference names the key of a Secret in the fleet's namespace.
+type AuthSecretReference struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key of the Secret that holds the auth file. Defaults to "auth".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Key *string `json:"key,omitempty"`
 }
 
 // NetworkPolicySpec configures the NetworkPolicy the operator owns for a
@@ -379,6 +421,9 @@ const (
 	// a ServiceMonitor: True once it is applied, False while the
 	// monitoring.coreos.com/v1 API is not served.
 	ConditionServiceMonitorReady = "ServiceMonitorReady"
+	// ConditionAuthReady is present while spec.auth is set: True when the
+	// Secret it names exists, False while it does not.
+	ConditionAuthReady = "AuthReady"
 )
 
 // Condition reasons of a Memcached.
@@ -419,6 +464,12 @@ const (
 	// ReasonServiceMonitorAPIMissing: the cluster does not serve
 	// monitoring.coreos.com/v1; the operator looks again every minute.
 	ReasonServiceMonitorAPIMissing = "ServiceMonitorAPIMissing"
+	// ReasonAuthSecretFound: the Secret spec.auth names exists.
+	ReasonAuthSecretFound = "AuthSecretFound"
+	// ReasonAuthSecretMissing: the Secret spec.auth names does not exist;
+	// the Deployment is left as it is (a pod would wait for the mount
+	// forever) until it is created.
+	ReasonAuthSecretMissing = "AuthSecretMissing"
 )
 
 // Memcached is a fleet of memcached pods behind a headless Service.

@@ -1,6 +1,7 @@
 package memcached_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -384,4 +386,139 @@ func TestBuildNetworkPolicy(t *testing.T) {
 	g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{web, block}))
 	g.Expect(np.Spec.Ingress[1].Ports).To(ConsistOf(HaveField("Port", ptr.To(intstr.FromInt32(9150)))))
 	g.Expect(np.Spec.Ingress[1].From).To(Equal([]networkingv1.NetworkPolicyPeer{prom}))
+}
+
+// TestAuth: the auth file reaches memcached (-Y), the exporter and the
+// reloader through one read-only Secret volume; the password itself is
+// never in the Deployment.
+func TestAuth(t *testing.T) {
+	g := NewWithT(t)
+	mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)}}
+		s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "cache-users"}}
+	})
+	d := &appsv1.Deployment{}
+	g.Expect(roundTrip(memcached.BuildDeployment(mc, spec), d)).To(Succeed())
+	pod := d.Spec.Template.Spec
+	g.Expect(*pod.ShareProcessNamespace).To(BeTrue(), "the reloader must see memcached to signal it")
+	g.Expect(pod.Volumes).To(ConsistOf(corev1.Volume{Name: "auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: "cache-users", Items: []corev1.KeyToPath{{Key: "auth", Path: "auth-file"}}, DefaultMode: ptr.To[int32](0o444)}}}))
+	mount := corev1.VolumeMount{Name: "auth", MountPath: "/etc/memcached/auth", ReadOnly: true}
+
+	g.Expect(pod.Containers).To(HaveLen(3))
+	m, e, r := pod.Containers[0], pod.Containers[1], pod.Containers[2]
+	g.Expect(m.Args).To(HaveExactElements("-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-Y", "/etc/memcached/auth/auth-file"))
+	g.Expect(m.VolumeMounts).To(ConsistOf(mount))
+	g.Expect(e.Name).To(Equal("exporter"))
+	g.Expect(e.Args).To(ContainElement("--memcached.auth-file=/etc/memcached/auth/auth-file"))
+	g.Expect(e.VolumeMounts).To(ConsistOf(mount))
+
+	g.Expect(r.Name).To(Equal("auth-reloader"))
+	g.Expect(r.Image).To(Equal("operator:test"), "the operator image, like the exporter's")
+	g.Expect(r.Command).To(Equal([]string{"/memcached-auth-reloader"}))
+	g.Expect(r.Args).To(Equal([]string{"--auth-file=/etc/memcached/auth/auth-file"}))
+	g.Expect(r.VolumeMounts).To(ConsistOf(mount))
+	g.Expect(r.Ports).To(BeEmpty())
+	g.Expect(*r.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(*r.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(*r.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(r.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(r.SecurityContext.Capabilities.Add).To(BeEmpty(), "same user as memcached: no capability needed to signal it")
+	g.Expect(r.SecurityContext.RunAsUser).To(BeNil(), "runs as the pod's user, memcached's")
+	g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(int64(11211)))
+	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(r.Resources.Requests.Cpu().String()).To(Equal("5m"))
+	g.Expect(r.Resources.Limits.Memory().String()).To(Equal("16Mi"))
+
+	raw, err := json.Marshal(d)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(raw)).NotTo(ContainSubstring("password"))
+	g.Expect(pod.Containers).To(HaveEach(HaveField("Env", BeEmpty())), "no credential travels by environment")
+
+	withKey := func(key string) *cachev1alpha1.MemcachedSpec {
+		_, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "u", Key: ptr.To(key)}, ReloaderImage: ptr.To("reloader:1")}
+		})
+		return spec
+	}
+	d = &appsv1.Deployment{}
+	g.Expect(roundTrip(memcached.BuildDeployment(mc, withKey("users.txt")), d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Volumes[0].Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "users.txt", Path: "auth-file"}}))
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(2), "memcached and the reloader; no exporter asked for")
+	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal("reloader:1"))
+
+	// Without auth: no volume, no sidecar, no shared process namespace.
+	_, plain := newMemcached(nil)
+	d = &appsv1.Deployment{}
+	g.Expect(roundTrip(memcached.BuildDeployment(mc, plain), d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.ShareProcessNamespace).To(BeNil())
+	g.Expect(d.Spec.Template.Spec.Volumes).To(BeEmpty())
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+}
+
+func TestComputeStatusAuth(t *testing.T) {
+	rolledOut := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}}
+	missing := memcached.AuthMissingError("ns", "cache", "users")
+	type conds map[string]string
+	tests := []struct {
+		name string
+		dep  *appsv1.Deployment
+		auth *memcached.AuthObservation
+		err  error
+		want conds
+	}{
+		{name: "the Secret exists", dep: rolledOut, auth: &memcached.AuthObservation{Secret: "users", Found: true},
+			want: conds{"AuthReady": "True/AuthSecretFound", "Ready": "True/AllReplicasReady"}},
+		{name: "a new fleet whose Secret is missing: nothing built, stalled until it is created", auth: &memcached.AuthObservation{Secret: "users"}, err: missing,
+			want: conds{"AuthReady": "False/AuthSecretMissing", "Ready": "False/AuthSecretMissing", "Available": "False/AuthSecretMissing",
+				"Degraded": "True/AuthSecretMissing", "Stalled": "True/AuthSecretMissing", "Reconciling": "False/AuthSecretMissing"}},
+		{name: "a running fleet whose Secret went: it keeps serving, and says why it is not Ready", dep: rolledOut, auth: &memcached.AuthObservation{Secret: "users"}, err: missing,
+			want: conds{"AuthReady": "False/AuthSecretMissing", "Available": "True/AllReplicasReady", "Ready": "False/AuthSecretMissing", "Degraded": "True/AuthSecretMissing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+				s.Size = ptr.To[int32](3)
+				s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
+			})
+			obs := memcached.Observation{Spec: spec, Deployment: tt.dep, Auth: tt.auth}
+			if tt.err != nil {
+				obs.Errors = []error{tt.err}
+			}
+			memcached.ComputeStatus(mc, obs)
+			got := conds{}
+			for _, c := range mc.Status.Conditions {
+				got[c.Type] = string(c.Status) + "/" + c.Reason
+			}
+			for typ, want := range tt.want {
+				g.Expect(got).To(HaveKeyWithValue(typ, want), typ)
+			}
+			if c := meta.FindStatusCondition(mc.Status.Conditions, "AuthReady"); c != nil {
+				g.Expect(c.Message).To(ContainSubstring("users"), "the message names the Secret")
+			}
+			before := mc.Status.DeepCopy()
+			memcached.ComputeStatus(mc, obs)
+			g.Expect(mc.Status).To(Equal(*before))
+
+			// Turning auth off removes the condition.
+			_, plain := newMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) })
+			memcached.ComputeStatus(mc, memcached.Observation{Spec: plain, Deployment: rolledOut})
+			g.Expect(meta.FindStatusCondition(mc.Status.Conditions, "AuthReady")).To(BeNil())
+		})
+	}
+}
+
+// TestSecretCacheKeepsNoData: what the operator caches of a Secret is its
+// identity; kubectl apply's annotation, which copies the data, is dropped.
+func TestSecretCacheKeepsNoData(t *testing.T) {
+	g := NewWithT(t)
+	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u",
+		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: `{"stringData":{"auth":"app:secret"}}`},
+		Labels:        map[string]string{"team": "a"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := memcached.SecretMetadataOnly(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u"}}))
 }

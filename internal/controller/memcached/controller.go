@@ -115,6 +115,9 @@ type scope struct {
 	// message for one of them.
 	unschedulable    int
 	unschedulableMsg string
+	// auth is what the auth phase found; nil when the fleet has no
+	// spec.auth or the phase did not run.
+	auth *authState
 	// monitoring is what the ServiceMonitor phase found; nil when the fleet
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
@@ -183,6 +186,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 
 // Reconcile validates the spec, runs every phase (one failing phase does not
@@ -218,6 +222,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case len(s.invalid) > 0:
 		reconcileErrors.WithLabelValues("validate", cachev1alpha1.ReasonInvalidSpec).Inc()
 	default:
+		// The Deployment phase needs to know whether the auth Secret exists.
+		if err := run("auth", r.observeAuthSecret); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		owned := make([]error, len(ownedPhases))
 		var wg sync.WaitGroup
 		for i, p := range ownedPhases {
@@ -339,6 +348,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // and the slices are gathered for statusSettle, so a rollout's bursts of
 // updates cost one pass rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cachev1alpha1.Memcached{}, authSecretIndex, indexAuthSecret); err != nil {
+		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
+	}
 	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -349,6 +361,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
 			builder.WithPredicates(readyPodsChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(podChanged)).
+		// Metadata only, so the operator holds no Secret's data and needs
+		// no get on Secrets: it only asks whether the auth Secret exists.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToMemcached), builder.WithPredicates(secretAppearedOrWent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)

@@ -318,6 +318,10 @@ var _ = Describe("Memcached controller", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(yaml.UnmarshalStrict(raw, mc)).To(Succeed())
 		mc.Namespace = ns
+		if mc.Spec.Auth != nil {
+			// The sample's Secret, which its comment has the user create first.
+			Expect(k8s.Create(ctx, authSecret(ns, mc.Spec.Auth.SecretRef.Name))).To(Succeed())
+		}
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		setEndpoints(mc, ready(mc.Name+"-x", mc.Name+"-y", mc.Name+"-z")...)
 		markRolledOut(mc)

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -34,9 +35,33 @@ const (
 	hostnameTopology      = "kubernetes.io/hostname"
 	runAsUser             = 11211 // the memcached user of the upstream image
 	antiAffinityScore     = 100
+
+	authVolumeName        = "auth"
+	authMountPath         = "/etc/memcached/auth"
+	authFileName          = "auth-file"
+	reloaderContainerName = "auth-reloader"
+	// authFileMode lets memcached and the sidecars, one user of the pod's
+	// own, read the file; it is visible inside the pod only.
+	authFileMode int32 = 0o444
 )
 
+// authFile is where memcached (-Y) and the sidecars read the auth file.
+const authFile = authMountPath + "/" + authFileName
+
+// reloaderResources keep the sidecar tiny: it reads one small file every
+// two seconds and sends a signal now and then.
+var reloaderResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")},
+}
+
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+	if s.auth != nil && !s.auth.found {
+		// A pod of a Deployment that mounts a missing Secret never starts:
+		// a running fleet keeps its pods, and status reports them.
+		s.deployment = s.current
+		return authMissing(s)
+	}
 	spec := s.spec
 	switch size, err := r.markScaleDown(ctx, s); {
 	case err != nil:
@@ -89,6 +114,16 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
 	if policy.ExporterEnabled(spec) {
 		podSpec.WithContainers(buildExporter(spec))
+	}
+	if spec.Auth != nil {
+		// The reloader signals memcached, which it can only see in a
+		// shared process namespace.
+		podSpec.WithContainers(buildReloader(spec)).
+			WithShareProcessNamespace(true).
+			WithVolumes(corev1ac.Volume().WithName(authVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+				WithSecretName(spec.Auth.SecretRef.Name).
+				WithItems(corev1ac.KeyToPath().WithKey(ptr.Deref(spec.Auth.SecretRef.Key, policy.DefaultAuthSecretKey)).WithPath(authFileName)).
+				WithDefaultMode(authFileMode)))
 	}
 	for _, s := range spec.ImagePullSecrets {
 		podSpec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
@@ -143,7 +178,32 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 	if res := resources(spec.Resources); res != nil {
 		c.WithResources(res)
 	}
+	if spec.Auth != nil {
+		c.WithVolumeMounts(authMount())
+	}
 	return c
+}
+
+// authMount is the auth file's volume, read-only, in every container that
+// reads it.
+func authMount() *corev1ac.VolumeMountApplyConfiguration {
+	return corev1ac.VolumeMount().WithName(authVolumeName).WithMountPath(authMountPath).WithReadOnly(true)
+}
+
+// buildReloader is the sidecar that makes memcached re-read its auth file
+// when the Secret changes (SIGHUP), so that rotating credentials restarts
+// nothing and empties no cache. It runs as memcached's user, which lets it
+// signal memcached without any capability.
+func buildReloader(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().
+		WithName(reloaderContainerName).
+		WithImage(ptr.Deref(spec.Auth.ReloaderImage, "")).
+		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithCommand("/memcached-auth-reloader").
+		WithArgs("--auth-file=" + authFile).
+		WithVolumeMounts(authMount()).
+		WithResources(resources(&reloaderResources)).
+		WithSecurityContext(restrictedContainer())
 }
 
 // restrictedContainer passes the restricted Pod Security Standard with a
@@ -190,6 +250,10 @@ func buildExporter(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyCo
 	if res := resources(e.Resources); res != nil {
 		c.WithResources(res)
 	}
+	if spec.Auth != nil {
+		// memcached answers stats only to a client that logged in.
+		c.WithArgs("--memcached.auth-file=" + authFile).WithVolumeMounts(authMount())
+	}
 	return c
 }
 
@@ -209,6 +273,9 @@ func Args(spec *cachev1alpha1.MemcachedSpec) []string {
 		args = append(args, "-v")
 	case 2:
 		args = append(args, "-vv")
+	}
+	if spec.Auth != nil {
+		args = append(args, "-Y", authFile)
 	}
 	return args
 }

@@ -31,6 +31,9 @@ type Observation struct {
 	Invalid field.ErrorList
 	// Errors are the phases' errors.
 	Errors []error
+	// Auth is what the auth phase found; nil when the fleet has no
+	// spec.auth or the phase did not run.
+	Auth *AuthObservation
 	// Monitoring is what the ServiceMonitor phase found; nil when it had
 	// nothing to do or did not run.
 	Monitoring *monitoringState
@@ -40,15 +43,25 @@ type Observation struct {
 	UnschedulableMessage string
 }
 
+// AuthObservation is whether the Secret spec.auth names exists.
+type AuthObservation struct {
+	Secret string
+	Found  bool
+}
+
 // updateStatus sets the status from what the phases observed; it reads no
 // API and writes nothing, so it can be table-tested.
 func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	before := slices.Clone(s.memcached.Status.Conditions)
-	ComputeStatus(s.memcached, Observation{
+	o := Observation{
 		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
 		Invalid: s.invalid, Errors: errs, Monitoring: s.monitoring,
 		Unschedulable: s.unschedulable, UnschedulableMessage: s.unschedulableMsg,
-	})
+	}
+	if s.auth != nil {
+		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
+	}
+	ComputeStatus(s.memcached, o)
 	r.recordTransitions(s, before)
 }
 
@@ -166,6 +179,18 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		set(cachev1alpha1.ConditionServiceMonitorReady, true, cachev1alpha1.ReasonServiceMonitorApplied, "the fleet's ServiceMonitor matches the spec")
 	case m.removed || !m.wanted:
 		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionServiceMonitorReady)
+	}
+
+	switch a := o.Auth; {
+	case o.Spec.Auth == nil:
+		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionAuthReady)
+	case a == nil:
+		// Not observed this pass: keep what was last known.
+	case a.Found:
+		set(cachev1alpha1.ConditionAuthReady, true, cachev1alpha1.ReasonAuthSecretFound, fmt.Sprintf("Secret %s exists; the pods mount its auth file", a.Secret))
+	default:
+		set(cachev1alpha1.ConditionAuthReady, false, cachev1alpha1.ReasonAuthSecretMissing,
+			fmt.Sprintf("Secret %s does not exist: create it with the auth file under key %s; until then the Deployment is left as it is", a.Secret, ptr.Deref(o.Spec.Auth.SecretRef.Key, "")))
 	}
 
 	if degradedReason != "" {

@@ -18,12 +18,20 @@
 //	probe connect HOST:PORT TIMEOUT
 //	                            reach for any TCP server: "connected" when a
 //	                            connection is accepted within TIMEOUT
+//	probe memcached-auth HOST:PORT USER PASS
+//	                            log in (ASCII authentication), then set and get;
+//	                            prints the time it first succeeded
+//	probe memcached-answer HOST:PORT [USER PASS]
+//	                            print memcached's answer to a get sent without
+//	                            logging in, or to the login with USER PASS;
+//	                            a refusal is an answer, not a failure
 //	probe load NAME PORT RATE DURATION
 //	                            set/get against every address NAME resolves to,
 //	                            RATE ops/s for DURATION; prints the counts
 //
-// Client modes retry for up to 60 s (a Service's endpoints and rules appear
-// moments after its pods are Ready) and exit non-zero when they never succeed.
+// Client modes retry for up to 60 s, or PROBE_DEADLINE (a Go duration), as
+// a Service's endpoints and rules appear moments after its pods are Ready,
+// and exit non-zero when they never succeed.
 package main
 
 import (
@@ -77,11 +85,23 @@ func main() {
 		}
 	case "memcached":
 		check = func() (string, error) { return memcached(arg, 5*time.Second) }
+	case "memcached-auth":
+		if len(os.Args) != 5 {
+			fmt.Fprintln(os.Stderr, "usage: probe memcached-auth HOST:PORT USER PASS")
+			os.Exit(2)
+		}
+		check = func() (string, error) { return memcachedAuth(arg, os.Args[3], os.Args[4]) }
+	case "memcached-answer":
+		check = func() (string, error) { return memcachedAnswer(arg, os.Args[3:]) }
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", mode)
 		os.Exit(2)
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	wait := 60 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("PROBE_DEADLINE")); err == nil {
+		wait = d
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		out, err := check()
 		if err == nil {
@@ -171,9 +191,68 @@ func memcached(addr string, timeout time.Duration) (string, error) {
 	}
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(deadline)
+	return setGet(conn, bufio.NewReader(conn))
+}
+
+// login sends memcached's ASCII authentication (a set whose data is "USER
+// PASS") and returns the answer line.
+func login(conn net.Conn, r *bufio.Reader, user, pass string) (string, error) {
+	token := user + " " + pass
+	if _, err := fmt.Fprintf(conn, "set auth 0 0 %d\r\n%s\r\n", len(token), token); err != nil {
+		return "", err
+	}
+	line, err := r.ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+// memcachedAuth logs in, then stores a value and reads it back.
+func memcachedAuth(addr, user, pass string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	answer, err := login(conn, r, user, pass)
+	if err != nil {
+		return "", err
+	}
+	if answer != "STORED" {
+		return "", fmt.Errorf("login as %s: %q", user, answer)
+	}
+	out, err := setGet(conn, r)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (authenticated as %s) at %s", out, user, time.Now().UTC().Format(time.RFC3339Nano)), nil
+}
+
+// memcachedAnswer is what memcached answers to a get without logging in,
+// or to a login with the given credentials.
+func memcachedAnswer(addr string, creds []string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	if len(creds) == 2 {
+		answer, err := login(conn, r, creds[0], creds[1])
+		return "login answer: " + answer, err
+	}
+	if _, err := fmt.Fprint(conn, "get smoke\r\n"); err != nil {
+		return "", err
+	}
+	line, err := r.ReadString('\n')
+	return "get answer: " + strings.TrimSpace(line), err
+}
+
+// setGet stores a value and reads it back on an open connection.
+func setGet(conn net.Conn, r *bufio.Reader) (string, error) {
 	host, _ := os.Hostname()
 	val := "hello-from-" + host
-	r := bufio.NewReader(conn)
 	if _, err := fmt.Fprintf(conn, "set smoke 0 60 %d\r\n%s\r\n", len(val), val); err != nil {
 		return "", err
 	}
