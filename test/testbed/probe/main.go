@@ -252,8 +252,10 @@ func memcachedAnswer(addr string, creds []string) (string, error) {
 // setGet stores a value and reads it back on an open connection.
 func setGet(conn net.Conn, r *bufio.Reader) (string, error) {
 	host, _ := os.Hostname()
-	val := "hello-from-" + host
-	if _, err := fmt.Fprintf(conn, "set smoke 0 60 %d\r\n%s\r\n", len(val), val); err != nil {
+	// A key of this pod's own: clients trying one server at once must not
+	// read each other's value.
+	key, val := "smoke-"+host, "hello-from-"+host
+	if _, err := fmt.Fprintf(conn, "set %s 0 60 %d\r\n%s\r\n", key, len(val), val); err != nil {
 		return "", err
 	}
 	line, err := r.ReadString('\n')
@@ -263,7 +265,7 @@ func setGet(conn net.Conn, r *bufio.Reader) (string, error) {
 	if strings.TrimSpace(line) != "STORED" {
 		return "", fmt.Errorf("set: %q", line)
 	}
-	if _, err := fmt.Fprint(conn, "get smoke\r\n"); err != nil {
+	if _, err := fmt.Fprintf(conn, "get %s\r\n", key); err != nil {
 		return "", err
 	}
 	var got []string
