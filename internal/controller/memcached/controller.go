@@ -74,6 +74,8 @@ type Reconciler struct {
 	lastWrite sync.Map
 	// monitored holds the fleets this process gave a ServiceMonitor.
 	monitored sync.Map
+	// certified holds the fleets this process gave a Certificate.
+	certified sync.Map
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -118,6 +120,9 @@ type scope struct {
 	// auth is what the auth phase found; nil when the fleet has no
 	// spec.auth or the phase did not run.
 	auth *authState
+	// tls is what the Certificate phase found; nil when the fleet neither
+	// enables TLS nor had a Certificate.
+	tls *certState
 	// monitoring is what the ServiceMonitor phase found; nil when the fleet
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
@@ -168,7 +173,7 @@ var ownedPhases = []struct {
 // described everywhere else.
 func (s *scope) createdKinds() []string {
 	var kinds []string
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy"} {
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "Certificate"} {
 		if s.created[k] {
 			kinds = append(kinds, k)
 		}
@@ -188,6 +193,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;patch;delete
 
 // Reconcile validates the spec, runs every phase (one failing phase does not
 // stop the others), then writes the status once, and only when it changed.
@@ -198,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
 			r.monitored.Delete(req.NamespacedName)
+			r.certified.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -224,6 +231,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		// The Deployment phase needs to know whether the auth Secret exists.
 		if err := run("auth", r.observeAuthSecret); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		// And whether the Certificate is Ready.
+		if err := run("certificate", r.reconcileCertificate); err != nil {
 			errs = append(errs, err)
 			break
 		}
@@ -272,6 +284,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.monitoring != nil && s.monitoring.apiMissing {
 		// Nothing announces a CRD being installed; look again.
 		after = r.recheck()
+	}
+	if t := s.tls; t != nil && t.wanted {
+		switch {
+		case t.apiMissing:
+			after = r.recheck()
+		case !t.ready:
+			// Nothing watches Certificates: look again until it is issued.
+			after = min(r.recheck(), certRecheck)
+		}
 	}
 	if s.heldFor > 0 && (after == 0 || s.heldFor < after) {
 		after = s.heldFor

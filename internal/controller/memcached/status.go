@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // Observation is what one pass saw and did, the whole input of ComputeStatus.
@@ -34,6 +35,9 @@ type Observation struct {
 	// Auth is what the auth phase found; nil when the fleet has no
 	// spec.auth or the phase did not run.
 	Auth *AuthObservation
+	// Certificate is what the Certificate phase found; nil when the fleet
+	// has no TLS and had none, or the phase did not run.
+	Certificate *CertificateObservation
 	// Monitoring is what the ServiceMonitor phase found; nil when it had
 	// nothing to do or did not run.
 	Monitoring *monitoringState
@@ -49,6 +53,15 @@ type AuthObservation struct {
 	Found  bool
 }
 
+// CertificateObservation is what the Certificate phase found: whether
+// cert-manager's API is served, whether the Certificate is Ready and what
+// its Ready condition says.
+type CertificateObservation struct {
+	APIMissing bool
+	Ready      bool
+	Message    string
+}
+
 // updateStatus sets the status from what the phases observed; it reads no
 // API and writes nothing, so it can be table-tested.
 func (r *Reconciler) updateStatus(s *scope, errs []error) {
@@ -60,6 +73,9 @@ func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	}
 	if s.auth != nil {
 		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
+	}
+	if t := s.tls; t != nil && t.wanted {
+		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message}
 	}
 	ComputeStatus(s.memcached, o)
 	r.recordTransitions(s, before)
@@ -168,6 +184,35 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 				set(t, false, why, progressMsg)
 			}
 		}
+	}
+
+	// A TLS fleet is neither Available nor Ready until its certificate is:
+	// until then the Deployment is left as it is, and pods without a valid
+	// certificate serve nobody who verifies it.
+	certPending := false
+	switch c := o.Certificate; {
+	case !policy.TLSEnabled(o.Spec):
+		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionCertificateReady)
+	case c == nil:
+		// Not observed this pass: keep what was last known.
+		if cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady); cc != nil && cc.Status != metav1.ConditionTrue {
+			certPending = true
+		}
+	case c.APIMissing:
+		certPending = true
+		set(cachev1alpha1.ConditionCertificateReady, false, cachev1alpha1.ReasonCertificateAPIMissing, certAPIMissingMessage)
+	case c.Ready:
+		set(cachev1alpha1.ConditionCertificateReady, true, cachev1alpha1.ReasonCertificateIssued, "Secret "+TLSSecretName(mc.Name)+" holds a valid certificate: "+c.Message)
+	default:
+		certPending = true
+		set(cachev1alpha1.ConditionCertificateReady, false, cachev1alpha1.ReasonCertificateNotReady, c.Message+"; until it is Ready the Deployment is left as it is")
+	}
+	if certPending {
+		cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady)
+		set(cachev1alpha1.ConditionAvailable, false, cc.Reason, "the fleet's Certificate is not Ready: "+cc.Message)
+		rolledOut = false
+		progressReason, progressMsg = cc.Reason, "waiting for the fleet's Certificate: "+cc.Message
+		set(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
 	}
 
 	switch m := o.Monitoring; {
