@@ -60,6 +60,8 @@ type CertificateObservation struct {
 	APIMissing bool
 	Ready      bool
 	Message    string
+	// Removed: TLS is off and the fleet has no Certificate (any more).
+	Removed bool
 }
 
 // updateStatus sets the status from what the phases observed; it reads no
@@ -74,8 +76,8 @@ func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	if s.auth != nil {
 		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
 	}
-	if t := s.tls; t != nil && t.wanted {
-		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message}
+	if t := s.tls; t != nil {
+		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message, Removed: t.removed}
 	}
 	ComputeStatus(s.memcached, o)
 	r.recordTransitions(s, before)
@@ -139,60 +141,17 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	}
 	stalled := !valid || f.stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck
 
-	// Available and Progressing, from the Deployment when it was observed.
-	rolledOut := false
-	progressMsg := "the operator has not observed the fleet's Deployment yet"
-	progressReason := cachev1alpha1.ReasonRollingOut
-	if dep := o.Deployment; dep != nil {
-		ds := dep.Status
-		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
-		current := dep.Generation != 0 && ds.ObservedGeneration >= dep.Generation && ptr.Deref(dep.Spec.Replicas, -1) == desired
-		rolledOut = current && ds.UpdatedReplicas == desired && ds.Replicas == desired && ds.AvailableReplicas >= desired
-		available := fmt.Sprintf("%d of %d pods available", ds.AvailableReplicas, desired)
-		switch {
-		case desired == 0:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
-		case rolledOut:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
-		case ds.AvailableReplicas >= desired:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
-		default:
-			set(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
-		}
-		if current {
-			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.UpdatedReplicas, desired, ds.Replicas, ds.AvailableReplicas)
-		} else {
-			progressMsg = "the Deployment has not yet observed the spec applied to it"
-		}
-		if !rolledOut && o.Unschedulable > 0 {
-			progressReason = cachev1alpha1.ReasonPodsUnschedulable
-			progressMsg = fmt.Sprintf("%s; %d pod(s) fit on no node: %s", progressMsg, o.Unschedulable, o.UnschedulableMessage)
-		}
-		if rolledOut {
-			set(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
-		} else {
-			set(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
-		}
-	} else {
-		// Not observed: keep what was last known, or say why there is nothing yet.
-		why := degradedReason
-		if why == "" {
-			why = cachev1alpha1.ReasonReplicasNotReady
-		}
-		for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionProgressing} {
-			if meta.FindStatusCondition(st.Conditions, t) == nil {
-				set(t, false, why, progressMsg)
-			}
-		}
-	}
-
 	// A TLS fleet is neither Available nor Ready until its certificate is:
 	// until then the Deployment is left as it is, and pods without a valid
 	// certificate serve nobody who verifies it.
 	certPending := false
 	switch c := o.Certificate; {
 	case !policy.TLSEnabled(o.Spec):
-		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionCertificateReady)
+		// The condition stays until the Certificate is gone: it is how the
+		// next pass knows there may be one to delete.
+		if c != nil && c.Removed {
+			meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionCertificateReady)
+		}
 	case c == nil:
 		// Not observed this pass: keep what was last known.
 		if cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady); cc != nil && cc.Status != metav1.ConditionTrue {
@@ -207,6 +166,60 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		certPending = true
 		set(cachev1alpha1.ConditionCertificateReady, false, cachev1alpha1.ReasonCertificateNotReady, c.Message+"; until it is Ready the Deployment is left as it is")
 	}
+	// Available and Progressing, from the Deployment when it was observed.
+	// While the certificate is pending they say so, set once below: set
+	// twice in one pass they would flip and move lastTransitionTime.
+	setRollout := func(t string, ok bool, reason, msg string) {
+		if !certPending {
+			set(t, ok, reason, msg)
+		}
+	}
+	rolledOut := false
+	progressMsg := "the operator has not observed the fleet's Deployment yet"
+	progressReason := cachev1alpha1.ReasonRollingOut
+	if dep := o.Deployment; dep != nil {
+		ds := dep.Status
+		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
+		current := dep.Generation != 0 && ds.ObservedGeneration >= dep.Generation && ptr.Deref(dep.Spec.Replicas, -1) == desired
+		rolledOut = current && ds.UpdatedReplicas == desired && ds.Replicas == desired && ds.AvailableReplicas >= desired
+		available := fmt.Sprintf("%d of %d pods available", ds.AvailableReplicas, desired)
+		switch {
+		case desired == 0:
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
+		case rolledOut:
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
+		case ds.AvailableReplicas >= desired:
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
+		default:
+			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
+		}
+		if current {
+			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.UpdatedReplicas, desired, ds.Replicas, ds.AvailableReplicas)
+		} else {
+			progressMsg = "the Deployment has not yet observed the spec applied to it"
+		}
+		if !rolledOut && o.Unschedulable > 0 {
+			progressReason = cachev1alpha1.ReasonPodsUnschedulable
+			progressMsg = fmt.Sprintf("%s; %d pod(s) fit on no node: %s", progressMsg, o.Unschedulable, o.UnschedulableMessage)
+		}
+		if rolledOut {
+			setRollout(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
+		} else {
+			setRollout(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
+		}
+	} else {
+		// Not observed: keep what was last known, or say why there is nothing yet.
+		why := degradedReason
+		if why == "" {
+			why = cachev1alpha1.ReasonReplicasNotReady
+		}
+		for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionProgressing} {
+			if meta.FindStatusCondition(st.Conditions, t) == nil {
+				setRollout(t, false, why, progressMsg)
+			}
+		}
+	}
+
 	if certPending {
 		cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady)
 		set(cachev1alpha1.ConditionAvailable, false, cc.Reason, "the fleet's Certificate is not Ready: "+cc.Message)
