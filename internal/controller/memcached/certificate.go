@@ -21,12 +21,14 @@ import (
 
 // CertificateGVK is cert-manager's Certificate. Like the ServiceMonitor, the
 // operator does not need its CRD to start: it asks the RESTMapper when a
-// fleet turns TLS on, and reads the object live rather than through an
-// informer, so it holds no list or watch on Certificates.
+// fleet turns TLS on, and reads the object live. When the CRD is served at
+// start it also watches Certificates' metadata, so that cert-manager's
+// status changes requeue the fleet; otherwise it looks again every
+// Recheck.
 var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
 // certRecheck is how soon a fleet whose Certificate is not Ready yet is
-// looked at again: nothing watches Certificates, and issuing by a CA or
+// looked at again when nothing watches Certificates: issuing by a CA or
 // self-signed issuer takes seconds.
 const certRecheck = 5 * time.Second
 

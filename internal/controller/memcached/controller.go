@@ -20,6 +20,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -76,6 +77,10 @@ type Reconciler struct {
 	monitored sync.Map
 	// certified holds the fleets this process gave a Certificate.
 	certified sync.Map
+	// watchesCertificates: cert-manager's API was served when the manager
+	// started, so a Certificate's changes requeue its fleet. Without it, a
+	// TLS fleet is looked at again every Recheck.
+	watchesCertificates bool
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -193,7 +198,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 
 // Reconcile validates the spec, runs every phase (one failing phase does not
 // stop the others), then writes the status once, and only when it changed.
@@ -285,13 +290,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Nothing announces a CRD being installed; look again.
 		after = r.recheck()
 	}
-	if t := s.tls; t != nil && t.wanted {
-		switch {
-		case t.apiMissing:
-			after = r.recheck()
-		case !t.ready:
-			// Nothing watches Certificates: look again until it is issued.
-			after = min(r.recheck(), certRecheck)
+	if t := s.tls; t != nil && t.wanted && !r.watchesCertificates {
+		// Nothing announces cert-manager's CRDs being installed, nor, without
+		// the watch that needs them at start, a Certificate's change: look
+		// again, soon while it is being issued.
+		after = r.recheck()
+		if !t.apiMissing && !t.ready {
+			after = min(after, certRecheck)
 		}
 	}
 	if s.heldFor > 0 && (after == 0 || s.heldFor < after) {
@@ -373,7 +378,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
 	}
 	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	switch _, err := mgr.GetRESTMapper().RESTMapping(CertificateGVK.GroupKind(), CertificateGVK.Version); {
+	case err == nil:
+		// Metadata only: a status change bumps the resourceVersion, which
+		// is all the requeue needs; the phase reads the object live.
+		cert := &metav1.PartialObjectMetadata{}
+		cert.SetGroupVersionKind(CertificateGVK)
+		b = b.WatchesMetadata(cert, ownedBy)
+		r.watchesCertificates = true
+	case !meta.IsNoMatchError(err):
+		return fmt.Errorf("discovering %s: %w", CertificateGVK, err)
+	}
+	return b.
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, coalesceUpdates(ownedBy, statusSettle)).
 		Owns(&corev1.Service{}).
