@@ -55,11 +55,14 @@ spec:
 `, name, ns, size)
 }
 
+// tlsSecret is the certificate Secret of the suite's fleet.
+const tlsSecret = "secure-tls"
+
 // withCA mounts the fleet's certificate Secret in the probe, for its ca.crt.
-func withCA(secret string, deadline time.Duration) func(*corev1.PodSpec) {
+func withCA(deadline time.Duration) func(*corev1.PodSpec) {
 	return func(s *corev1.PodSpec) {
 		s.Volumes = append(s.Volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: secret, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}})
+			SecretName: tlsSecret, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}})
 		s.Containers[0].VolumeMounts = append(s.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "ca", MountPath: "/ca", ReadOnly: true})
 		if deadline > 0 {
 			s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "PROBE_DEADLINE", Value: deadline.String()})
@@ -106,7 +109,7 @@ var _ = Describe("TLS from cert-manager (spec.tls)", Ordered, Label("tls"), func
 		}).WithTimeout(wait).Should(Succeed())
 
 		for _, p := range pods {
-			out := probeLogOf(ctx, ns, "tls", withCA(name+"-tls", 0), "memcached-tls", p.Status.PodIP+":11211", "/ca/ca.crt", serverName)
+			out := probeLogOf(ctx, ns, "tls", withCA(0), "memcached-tls", p.Status.PodIP+":11211", "/ca/ca.crt", serverName)
 			Expect(out).To(ContainSubstring("tls memcached set/get ok"), p.Name)
 			m := servedSerial.FindStringSubmatch(out)
 			Expect(m).To(HaveLen(2), out)
@@ -117,12 +120,12 @@ var _ = Describe("TLS from cert-manager (spec.tls)", Ordered, Label("tls"), func
 			Expect(probe(ctx, ns, "metrics", "http", "http://"+p.Status.PodIP+":9150/metrics")).To(ContainSubstring("\nmemcached_up 1\n"), p.Name)
 		}
 		// Through the Service's name, as a client resolving it would.
-		Expect(probeLogOf(ctx, ns, "svc", withCA(name+"-tls", 0), "memcached-tls", serverName+":11211", "/ca/ca.crt", serverName)).To(ContainSubstring("set/get ok"))
+		Expect(probeLogOf(ctx, ns, "svc", withCA(0), "memcached-tls", serverName+":11211", "/ca/ca.crt", serverName)).To(ContainSubstring("set/get ok"))
 	})
 
 	It("measures the TLS handshake and set/get latency against plain text on the same pod", func() {
 		p := pods[0]
-		withTLS := probeLogOf(ctx, ns, "lat-tls", withCA(name+"-tls", 0), "memcached-latency", p.Status.PodIP+":11211", "300", "/ca/ca.crt", serverName)
+		withTLS := probeLogOf(ctx, ns, "lat-tls", withCA(0), "memcached-latency", p.Status.PodIP+":11211", "300", "/ca/ca.crt", serverName)
 		plain := probeArgs(ctx, ns, "lat-plain", "memcached-latency", p.Status.PodIP+":11311", "300")
 		GinkgoWriter.Printf("%s\n%s\n", strings.TrimSpace(withTLS), strings.TrimSpace(plain))
 		AddReportEntry("latency over TLS (connect includes the handshake)", strings.TrimSpace(withTLS))
@@ -141,7 +144,7 @@ var _ = Describe("TLS from cert-manager (spec.tls)", Ordered, Label("tls"), func
 
 		var waiting []*corev1.Pod
 		for _, p := range pods {
-			waiting = append(waiting, startProbe(ctx, ns, "renewed", withCA(name+"-tls", 4*time.Minute), "memcached-tls", p.Status.PodIP+":11211", "/ca/ca.crt", serverName, serials[p.Name]))
+			waiting = append(waiting, startProbe(ctx, ns, "renewed", withCA(4*time.Minute), "memcached-tls", p.Status.PodIP+":11211", "/ca/ca.crt", serverName, serials[p.Name]))
 		}
 		var slowest time.Duration
 		for i, w := range waiting {
