@@ -173,8 +173,11 @@ func BuildCertificate(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.Memcached
 			"secretTemplate": map[string]any{"labels": labels},
 			"commonName":     mc.Name + "." + mc.Namespace + ".svc",
 			"dnsNames":       tlsDNSNames(mc.Name, mc.Namespace),
-			"usages":         []any{"server auth", "client auth", "digital signature", "key encipherment"},
-			"privateKey":     map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+			// An ECDSA key signs the handshake; it enciphers nothing, so no
+			// key encipherment. Client auth lets the same pair serve as a
+			// client certificate of the fleet's own CA (clientAuth).
+			"usages":     []any{"server auth", "client auth", "digital signature"},
+			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
 			"issuerRef": map[string]any{
 				"name": ref.Name, "kind": ptr.Deref(ref.Kind, policy.IssuerKind), "group": ptr.Deref(ref.Group, policy.CertManagerGroup),
 			},
