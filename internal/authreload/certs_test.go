@@ -51,15 +51,19 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
-// issue returns a PEM certificate and key for name with the given serial.
-func (ca *testCA) issue(t *testing.T, name string, serial int64) (certPEM, keyPEM []byte) {
+// testServerName is the name the test servers' certificates are for.
+const testServerName = "cache.ns.svc"
+
+// issue returns a PEM server certificate and key for testServerName with the
+// given serial.
+func (ca *testCA) issue(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: testServerName}, DNSNames: []string{testServerName},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -136,8 +140,8 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 			g.Expect(os.Chmod(dir, 0o755)).To(Succeed())
 			g.Expect(os.Chmod(filepath.Dir(dir), 0o755)).To(Succeed())
 			ca := newTestCA(t)
-			const name = "cache.ns.svc"
-			crt, key := ca.issue(t, name, 1001)
+			const name = testServerName
+			crt, key := ca.issue(t, 1001)
 			secretVolume(t, dir, map[string][]byte{"tls.crt": crt, "tls.key": key})
 			tlsPort, plainPort := freePort(t), freePort(t)
 			args := []string{"-U", "0", "-m", "16", "-p", tlsPort,
@@ -194,7 +198,7 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 				g.Expect((&CertRefresher{Address: r.Address}).Refresh()).To(HaveOccurred(), "memcached refuses refresh_certs before a login")
 			}
 
-			crt2, key2 := ca.issue(t, name, 1002)
+			crt2, key2 := ca.issue(t, 1002)
 			secretVolume(t, dir, map[string][]byte{"tls.crt": crt2, "tls.key": key2})
 			began := time.Now()
 			g.Eventually(served).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(int64(1002)))
@@ -203,7 +207,7 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 
 			// A key that does not match the certificate is refused by
 			// memcached, which keeps serving the certificate it had.
-			_, key3 := ca.issue(t, name, 1003)
+			_, key3 := ca.issue(t, 1003)
 			g.Expect(os.WriteFile(filepath.Join(dir, "..data", "tls.key"), key3, 0o644)).To(Succeed())
 			g.Expect(r.Refresh()).To(MatchError(ContainSubstring("did not reload")))
 			g.Expect(served()).To(Equal(int64(1002)))

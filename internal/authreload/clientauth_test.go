@@ -50,7 +50,7 @@ func TestClientAuthModes(t *testing.T) {
 		t.Skip("memcached is not installed (make cluster-deps installs it)")
 	}
 	ca, other := newTestCA(t), newTestCA(t)
-	const name = "cache.ns.svc"
+	const name = testServerName
 	for _, tt := range []struct {
 		mode                int
 		bare, ours, foreign bool // whether each client is served
@@ -64,7 +64,7 @@ func TestClientAuthModes(t *testing.T) {
 			dir := t.TempDir()
 			g.Expect(os.Chmod(dir, 0o755)).To(Succeed())
 			g.Expect(os.Chmod(filepath.Dir(dir), 0o755)).To(Succeed())
-			crt, key := ca.issue(t, name, 1)
+			crt, key := ca.issue(t, 1)
 			caPEM := pemCert(ca.cert)
 			secretVolume(t, dir, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": caPEM})
 			port := freePort(t)
