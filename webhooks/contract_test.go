@@ -91,7 +91,7 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		ns := newNamespace()
 		cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
-		accepted, rejected, built, policies, authed := 0, 0, 0, 0, 0
+		accepted, rejected, built, policies, authed, certs := 0, 0, 0, 0, 0, 0
 		for i := range n {
 			mc := specgen.Random(r, 160)
 			mc.Namespace = ns
@@ -119,6 +119,13 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 				// The Deployment mounting the auth Secret, with the reloader.
 				authed++
 			}
+			if policy.TLSEnabled(spec) {
+				// cert-manager's CRD (installed by the suite) holds the
+				// Certificate to its schema: issuer kind, names, usages.
+				Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(memcached.BuildCertificate(mc, spec)), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Certificate", desc())
+				built++
+				certs++
+			}
 			if pdb := memcached.BuildPodDisruptionBudget(mc, spec); pdb != nil {
 				Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
 				built++
@@ -129,11 +136,12 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 				policies++
 			}
 		}
-		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d)\n", n, accepted, rejected, built, policies, authed)
-		AddReportEntry("admission property", map[string]int{"specs": n, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed})
+		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d)\n", n, accepted, rejected, built, policies, authed, certs)
+		AddReportEntry("admission property", map[string]int{"specs": n, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs})
 		Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
 		Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
 		Expect(policies).To(BeNumerically(">", n/100), "and the NetworkPolicy builder")
 		Expect(authed).To(BeNumerically(">", n/100), "and the auth volume and sidecar")
+		Expect(certs).To(BeNumerically(">", n/100), "and the Certificate builder")
 	})
 })

@@ -62,7 +62,9 @@ var _ = BeforeSuite(func() {
 
 	mutating, validating := chartWebhooks()
 	var err error
-	env, err = testenv.New(testenv.Options{Webhooks: &envtest.WebhookInstallOptions{
+	// cert-manager's CRDs: the admission property dry-runs TLS fleets'
+	// Certificates against their schema.
+	env, err = testenv.New(testenv.Options{CertManagerCRDs: true, Webhooks: &envtest.WebhookInstallOptions{
 		MutatingWebhooks:   mutating,
 		ValidatingWebhooks: validating,
 	}})

@@ -1,13 +1,17 @@
 // Command memcached-auth-reloader runs beside memcached in a fleet's pods
-// when spec.auth is set: it watches the mounted auth file and sends
-// memcached SIGHUP when the Secret's content changes, so memcached re-reads
-// its credentials without a restart. The pod shares its process namespace
-// and both containers run as the same user, which is all signalling needs.
-// Wiring only: the work is in internal/authreload.
+// when spec.auth or spec.tls is set. With an auth file it watches the file
+// and sends memcached SIGHUP when the Secret's content changes, so memcached
+// re-reads its credentials without a restart; the pod shares its process
+// namespace and both containers run as the same user, which is all
+// signalling needs. With a certificate it watches the certificate and key
+// and sends refresh_certs over memcached's loopback listener without TLS
+// when cert-manager renews them. Wiring only: the work is in
+// internal/authreload.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"os"
@@ -18,17 +22,46 @@ import (
 )
 
 func main() {
-	file := flag.String("auth-file", "/etc/memcached/auth/auth-file", "The auth file memcached was started with (-Y).")
+	file := flag.String("auth-file", "", "The auth file memcached was started with (-Y). Empty: no auth file to watch.")
 	proc := flag.String("proc", "/proc", "The proc filesystem of the pod's shared process namespace.")
 	comm := flag.String("process-name", "memcached", "Name (/proc/<pid>/comm) of the process to signal.")
-	interval := flag.Duration("interval", authreload.DefaultInterval, "How often the auth file is read.")
+	certFile := flag.String("tls-cert-file", "", "The certificate memcached serves (-o ssl_chain_cert). Empty: no certificate to watch.")
+	keyFile := flag.String("tls-key-file", "", "The certificate's key (-o ssl_key).")
+	address := flag.String("memcached.address", "127.0.0.1:11299", "memcached's listener without TLS on the pod's loopback, for refresh_certs.")
+	interval := flag.Duration("interval", authreload.DefaultInterval, "How often the files are read.")
 	flag.Parse()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if *file == "" && *certFile == "" {
+		logger.Error("Nothing to watch: set --auth-file, --tls-cert-file, or both")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	r := &authreload.Reloader{File: *file, ProcDir: *proc, Comm: *comm, Signal: syscall.SIGHUP, Interval: *interval, Log: logger}
-	if err := r.Run(ctx); err != nil {
+	// Either watcher failing ends the other, and the container: the
+	// kubelet restarts it, which is the retry.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runs []func(context.Context) error
+	if *file != "" {
+		runs = append(runs, (&authreload.Reloader{File: *file, ProcDir: *proc, Comm: *comm, Signal: syscall.SIGHUP, Interval: *interval, Log: logger}).Run)
+	}
+	if *certFile != "" {
+		files := []string{*certFile}
+		if *keyFile != "" {
+			files = append(files, *keyFile)
+		}
+		runs = append(runs, (&authreload.CertRefresher{Files: files, Address: *address, AuthFile: *file, Interval: *interval, Log: logger}).Run)
+	}
+	errs := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { err := run(ctx); cancel(); errs <- err }()
+	}
+	var err error
+	for range runs {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
 		logger.Error("Reloader stopped", "error", err.Error())
 		os.Exit(1)
 	}

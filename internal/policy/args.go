@@ -60,7 +60,7 @@ var memcachedOptions = []memcachedOption{
 	{short: 'L', long: "enable-largepages", reason: "needs huge pages the pod does not request"},
 	{short: 'S', long: "enable-sasl", reason: "needs a SASL configuration the pods do not have"},
 	{short: 'Y', long: "auth-file", hasValue: true, reason: "reads a file the pods do not have"},
-	{short: 'Z', long: "enable-ssl", reason: "needs certificates the pods do not have"},
+	{short: 'Z', long: "enable-ssl", reason: "is spec.tls's: set spec.tls, which brings the certificates"},
 	{short: 'N', long: "napi-ids", hasValue: true, reason: "ties threads to NIC queues the pod does not control"},
 }
 
@@ -226,7 +226,7 @@ func validateExtended(path *field.Path, arg, value string) field.ErrorList {
 		case key == "":
 			errs = append(errs, field.Invalid(path, arg, "-o has an empty sub-option"))
 		case strings.HasPrefix(key, "ssl_"):
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("-o %s configures TLS, which needs certificates the pods do not have", key)))
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("-o %s configures TLS, which is spec.tls's: set spec.tls", key)))
 		case key == "ext_path":
 			errs = append(errs, field.Forbidden(path, "-o ext_path needs a writable storage file; the root filesystem is read-only"))
 		}

@@ -26,6 +26,16 @@ const (
 	// DefaultAuthSecretKey is the key of spec.auth's Secret that holds the
 	// auth file when secretRef.key is empty.
 	DefaultAuthSecretKey = "auth"
+	// TLSLoopbackPort is the listener without TLS that a TLS fleet's pods
+	// keep on 127.0.0.1 for the exporter and the reloader: only processes
+	// inside the pod's own network namespace can reach it.
+	TLSLoopbackPort int32 = 11299
+	// IssuerKind and ClusterIssuerKind are the cert-manager issuer kinds
+	// spec.tls.issuerRef may name.
+	IssuerKind        = "Issuer"
+	ClusterIssuerKind = "ClusterIssuer"
+	// CertManagerGroup is the API group of cert-manager's own issuers.
+	CertManagerGroup = "cert-manager.io"
 
 	// memoryHeadroomPercent leaves room inside the container limit for
 	// memcached's connection buffers and hash table, which -m does not count.
@@ -85,6 +95,16 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 		// The operator image holds the reloader too.
 		if a.ReloaderImage == nil && cfg.ExporterImage != "" {
 			a.ReloaderImage = ptr.To(cfg.ExporterImage)
+		}
+	}
+	if t := spec.TLS; t != nil {
+		setIfNil(&t.ClientAuth, cachev1alpha1.TLSClientAuthNone)
+		if t.IssuerRef != nil {
+			setIfNil(&t.IssuerRef.Kind, IssuerKind)
+			setIfNil(&t.IssuerRef.Group, CertManagerGroup)
+		}
+		if t.Enabled && t.ReloaderImage == nil && cfg.ExporterImage != "" {
+			t.ReloaderImage = ptr.To(cfg.ExporterImage)
 		}
 	}
 }
@@ -147,4 +167,21 @@ func memoryLimit(res *corev1.ResourceRequirements) (resource.Quantity, bool) {
 	}
 	limit, ok := res.Limits[corev1.ResourceMemory]
 	return limit, ok && !limit.IsZero()
+}
+
+// TLSEnabled tells whether the fleet serves TLS.
+func TLSEnabled(spec *cachev1alpha1.MemcachedSpec) bool {
+	return spec.TLS != nil && spec.TLS.Enabled
+}
+
+// ReloaderImage is the image of the one sidecar that reloads both the auth
+// file and the certificate: spec.auth's when auth is set, else spec.tls's.
+func ReloaderImage(spec *cachev1alpha1.MemcachedSpec) string {
+	if spec.Auth != nil {
+		return ptr.Deref(spec.Auth.ReloaderImage, "")
+	}
+	if TLSEnabled(spec) {
+		return ptr.Deref(spec.TLS.ReloaderImage, "")
+	}
+	return ""
 }

@@ -121,7 +121,24 @@ func FuzzValidate(f *testing.F) {
 		if y, ok := last['Y']; ok != (spec.Auth != nil) || (ok && y != "/etc/memcached/auth/auth-file") {
 			t.Fatalf("-Y %q on the command line with spec.auth %v: %v", y, spec.Auth, memcached.Args(spec))
 		}
-		for _, forbidden := range []byte{'d', 'u', 'l', 's', 'Z', 'h', 'V'} {
+		// TLS and its listeners come from spec.tls alone: the TLS port on
+		// every address, the loopback listener without TLS, and a plaintext
+		// listener on every address only when plaintextPort asks.
+		_, z := last['Z']
+		l, hasL := last['l']
+		if z != policy.TLSEnabled(spec) || hasL != z {
+			t.Fatalf("-Z %v, -l %q on the command line with spec.tls %+v: %v", z, l, spec.TLS, memcached.Args(spec))
+		}
+		if z {
+			want := "*:" + itoa(*spec.Port) + ",notls:127.0.0.1:" + itoa(policy.TLSLoopbackPort)
+			if pp := spec.TLS.PlaintextPort; pp != nil {
+				want += ",notls:*:" + itoa(*pp)
+			}
+			if l != want {
+				t.Fatalf("-l %q, want %q: %v", l, want, memcached.Args(spec))
+			}
+		}
+		for _, forbidden := range []byte{'d', 'u', 's', 'h', 'V'} {
 			if _, ok := last[forbidden]; ok {
 				t.Fatalf("-%c made it onto the command line: %v", forbidden, memcached.Args(spec))
 			}

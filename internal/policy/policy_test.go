@@ -106,6 +106,26 @@ func TestAuthDefaults(t *testing.T) {
 	g.Expect(paths(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{})))).To(ConsistOf("spec.auth.reloaderImage"))
 }
 
+func TestTLSDefaults(t *testing.T) {
+	g := NewWithT(t)
+	withOperator := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:1"}
+	spec := cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}}}
+	policy.Default(&spec, withOperator)
+	g.Expect(*spec.TLS.ClientAuth).To(Equal(cachev1alpha1.TLSClientAuthNone))
+	g.Expect(*spec.TLS.IssuerRef.Kind).To(Equal("Issuer"))
+	g.Expect(*spec.TLS.IssuerRef.Group).To(Equal("cert-manager.io"))
+	g.Expect(*spec.TLS.ReloaderImage).To(Equal("operator:1"), "the operator image holds the reloader")
+	g.Expect(spec.TLS.PlaintextPort).To(BeNil(), "no listener without TLS unless asked")
+	policy.Default(&spec, policy.Config{ExporterImage: "operator:2"})
+	g.Expect(*spec.TLS.ReloaderImage).To(Equal("operator:1"), "an operator upgrade does not change a pinned image")
+
+	unpinned := cachev1alpha1.MemcachedSpec{Image: ptr.To("m"), TLS: &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}}}
+	g.Expect(paths(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{})))).To(ConsistOf("spec.tls.reloaderImage"))
+	unpinned.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "s"}, ReloaderImage: ptr.To("r")}
+	g.Expect(policy.ValidateResolved(policy.Resolve(&unpinned, policy.Config{}))).To(BeEmpty(), "with auth, its reloader image runs the one sidecar")
+	g.Expect(policy.ReloaderImage(&unpinned)).To(Equal("r"))
+}
+
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		name            string
@@ -284,6 +304,39 @@ func TestValidateCreate(t *testing.T) {
 		{name: "auth with an empty Secret name and a key with a slash", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Key: ptr.To("a/b")}}
 		}, errPaths: []string{"spec.auth.secretRef.name", "spec.auth.secretRef.key"}},
+		{name: "TLS from a namespace Issuer with defaults", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}}
+		}},
+		{name: "TLS from a ClusterIssuer of an external group, client certificates required, a plaintext port", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "corp.ca", Kind: ptr.To("ClusterIssuer"), Group: ptr.To("awspca.cert-manager.io")},
+				ClientAuth: ptr.To(cachev1alpha1.TLSClientAuthRequire), PlaintextPort: ptr.To[int32](11311), ReloaderImage: ptr.To("reloader:1")}
+		}},
+		{name: "TLS disabled needs no issuer", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{}
+		}},
+		{name: "TLS enabled without an issuer", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true}
+		}, errPaths: []string{"spec.tls.issuerRef"}},
+		{name: "TLS issuer and modes cert-manager and memcached refuse", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "Bad_Name", Kind: ptr.To("Cluster"), Group: ptr.To("Bad_Group")},
+				ClientAuth: ptr.To(cachev1alpha1.TLSClientAuth("Maybe")), PlaintextPort: ptr.To[int32](0), ReloaderImage: ptr.To(" r ")}
+		}, errPaths: []string{"spec.tls.issuerRef.name", "spec.tls.issuerRef.kind", "spec.tls.issuerRef.group", "spec.tls.clientAuth", "spec.tls.plaintextPort", "spec.tls.reloaderImage"}},
+		{name: "TLS plaintext port on the TLS port", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To[int32](11211)}
+		}, errPaths: []string{"spec.tls.plaintextPort"}},
+		{name: "TLS plaintext port above 65535", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To[int32](65536)}
+		}, errPaths: []string{"spec.tls.plaintextPort"}},
+		{name: "TLS plaintext port on the loopback listener", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To[int32](11299)}
+		}, errPaths: []string{"spec.tls.plaintextPort"}},
+		{name: "TLS on the loopback listener's port", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Port = ptr.To[int32](11299)
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}}
+		}, errPaths: []string{"spec.tls.enabled"}},
+		{name: "TLS through extraArgs instead of spec.tls", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-Z", "-o", "ssl_chain_cert=/x"}
+		}, errPaths: []string{"spec.extraArgs[0]", "spec.extraArgs[1]"}},
 		{name: "auth file given through extraArgs instead of spec.auth", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.ExtraArgs = []string{"-Y", "/etc/passwd"}
 		}, errPaths: []string{"spec.extraArgs[0]"}},

@@ -58,6 +58,9 @@ func ValidateResolved(spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 	if spec.Auth != nil && ptr.Deref(spec.Auth.ReloaderImage, "") == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "auth", "reloaderImage"), "the operator has no --exporter-image: set the image"))
 	}
+	if TLSEnabled(spec) && spec.Auth == nil && ptr.Deref(spec.TLS.ReloaderImage, "") == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "tls", "reloaderImage"), "the operator has no --exporter-image: set the image"))
+	}
 	return errs
 }
 
@@ -147,6 +150,7 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validatePodSpec(path, spec)...)
 	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
 	errs = append(errs, validateAuth(path.Child("auth"), spec.Auth)...)
+	errs = append(errs, validateTLS(path.Child("tls"), spec)...)
 	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
 }
 
@@ -169,6 +173,59 @@ func validateAuth(path *field.Path, a *cachev1alpha1.AuthSpec) field.ErrorList {
 	}
 	if a.ReloaderImage != nil && (*a.ReloaderImage == "" || strings.TrimSpace(*a.ReloaderImage) != *a.ReloaderImage) {
 		errs = append(errs, field.Invalid(path.Child("reloaderImage"), *a.ReloaderImage, "must name an image, without surrounding spaces"))
+	}
+	return errs
+}
+
+// validateTLS holds the issuer reference to what cert-manager accepts and
+// keeps the listeners apart: memcached refuses to start when two of them
+// claim one port, and TLSLoopbackPort is the operator's own.
+func validateTLS(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	t := spec.TLS
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if t.Enabled && t.IssuerRef == nil {
+		errs = append(errs, field.Required(path.Child("issuerRef"), "an enabled TLS needs the cert-manager issuer that signs the fleet's certificate"))
+	}
+	if ref := t.IssuerRef; ref != nil {
+		rp := path.Child("issuerRef")
+		if msgs := validation.IsDNS1123Subdomain(ref.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(rp.Child("name"), ref.Name, strings.Join(msgs, "; ")))
+		}
+		if k := ptr.Deref(ref.Kind, IssuerKind); k != IssuerKind && k != ClusterIssuerKind {
+			errs = append(errs, field.NotSupported(rp.Child("kind"), k, []string{IssuerKind, ClusterIssuerKind}))
+		}
+		if ref.Group != nil {
+			if msgs := validation.IsDNS1123Subdomain(*ref.Group); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(rp.Child("group"), *ref.Group, strings.Join(msgs, "; ")))
+			}
+		}
+	}
+	if c := t.ClientAuth; c != nil {
+		switch *c {
+		case cachev1alpha1.TLSClientAuthNone, cachev1alpha1.TLSClientAuthRequest, cachev1alpha1.TLSClientAuthRequire:
+		default:
+			errs = append(errs, field.NotSupported(path.Child("clientAuth"), *c, []string{string(cachev1alpha1.TLSClientAuthNone), string(cachev1alpha1.TLSClientAuthRequest), string(cachev1alpha1.TLSClientAuthRequire)}))
+		}
+	}
+	if pp := t.PlaintextPort; pp != nil {
+		pPath := path.Child("plaintextPort")
+		switch {
+		case *pp < 1 || *pp > 65535:
+			errs = append(errs, field.Invalid(pPath, *pp, "must be between 1 and 65535"))
+		case spec.Port != nil && *pp == *spec.Port:
+			errs = append(errs, field.Invalid(pPath, *pp, "must differ from spec.port, which serves TLS"))
+		case *pp == TLSLoopbackPort:
+			errs = append(errs, field.Invalid(pPath, *pp, fmt.Sprintf("port %d is the pod's loopback listener for the exporter and the reloader", TLSLoopbackPort)))
+		}
+	}
+	if t.Enabled && spec.Port != nil && *spec.Port == TLSLoopbackPort {
+		errs = append(errs, field.Invalid(path.Child("enabled"), t.Enabled, fmt.Sprintf("spec.port %d is the pod's loopback listener for the exporter and the reloader when TLS is on: choose another port", TLSLoopbackPort)))
+	}
+	if t.ReloaderImage != nil && (*t.ReloaderImage == "" || strings.TrimSpace(*t.ReloaderImage) != *t.ReloaderImage) {
+		errs = append(errs, field.Invalid(path.Child("reloaderImage"), *t.ReloaderImage, "must name an image, without surrounding spaces"))
 	}
 	return errs
 }

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -233,6 +234,35 @@ func authReconciledBy(ctx context.Context, ns, name string) {
 	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
+// tlsReconciledBy creates a TLS fleet, waits for the operator to create its
+// Certificate, stands in for cert-manager by marking it Ready, and waits for
+// the Deployment that mounts its Secret.
+func tlsReconciledBy(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1),
+			TLS: &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, ReloaderImage: ptr.To("op:1")}},
+	}
+	Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+	cert := &unstructured.Unstructured{}
+	cert.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), cert)).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), mc)).To(Succeed())
+		c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionCertificateReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonCertificateNotReady))
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"up to date","observedGeneration":%d,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, cert.GetGeneration())
+	Expect(k8sClient.Status().Patch(ctx, cert, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", name+"-tls")))
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+}
+
 // allowed is whether c may do verb on resource, asked through
 // SelfSubjectAccessReview so that any verb can be checked without side effects.
 func allowed(ctx context.Context, c client.Client, attrs authorizationv1.ResourceAttributes) bool {
@@ -284,6 +314,7 @@ var _ = Describe("The chart's RBAC", func() {
 		reconciledBy(ctx, "team-a", "cluster-wide")
 		reconciledBy(ctx, "other", "cluster-wide")
 		authReconciledBy(ctx, "other", "cluster-auth")
+		tlsReconciledBy(ctx, "other", "cluster-tls")
 		operatorCallsSucceed(ctx, c, ns, "other")
 
 		By("keeping what the operator never does forbidden")
@@ -292,6 +323,10 @@ var _ = Describe("The chart's RBAC", func() {
 		for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
 			Expect(allowed(ctx, c, attrs(verb, "", "secrets", "other"))).To(BeFalse(), "secrets "+verb)
 		}
+		Expect(allowed(ctx, c, attrs("update", "cert-manager.io", "certificates", "other"))).To(BeFalse(), "Certificates are applied, never updated")
+		Expect(allowed(ctx, c, attrs("create", "cert-manager.io", "certificaterequests", "other"))).To(BeFalse(), "issuing is cert-manager's")
+		Expect(allowed(ctx, c, attrs("get", "cert-manager.io", "issuers", "other"))).To(BeFalse())
+		Expect(allowed(ctx, c, attrs("get", "", "secrets", "other"))).To(BeFalse(), "the certificate's Secret is the kubelet's to read")
 		Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x"}})).To(Satisfy(forbidden),
 			"the operator reads Memcacheds, users write them")
 		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Satisfy(forbidden))
@@ -312,12 +347,13 @@ var _ = Describe("The chart's RBAC", func() {
 			reconciledBy(ctx, w, "tenant")
 		}
 		authReconciledBy(ctx, "team-b", "tenant-auth")
+		tlsReconciledBy(ctx, "team-b", "tenant-tls")
 		operatorCallsSucceed(ctx, c, ns, "team-b")
 
 		By("keeping every other namespace out of reach")
 		Expect(c.List(ctx, &cachev1alpha1.MemcachedList{})).To(Satisfy(forbidden), "no cluster-wide list")
 		Expect(c.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace("other"))).To(Satisfy(forbidden))
-		for _, res := range []struct{ group, resource string }{{"apps", "deployments"}, {"", "services"}, {"policy", "poddisruptionbudgets"}} {
+		for _, res := range []struct{ group, resource string }{{"apps", "deployments"}, {"", "services"}, {"policy", "poddisruptionbudgets"}, {"cert-manager.io", "certificates"}} {
 			Expect(allowed(ctx, c, attrs("create", res.group, res.resource, "other"))).To(BeFalse(), res.resource)
 			Expect(allowed(ctx, c, attrs("create", res.group, res.resource, "team-a"))).To(BeTrue(), res.resource)
 		}

@@ -146,6 +146,15 @@ var _ = Describe("The operator's RBAC rules", func() {
 		By("a fleet with auth, whose Secret the operator sees come from its metadata alone")
 		authReconciledBy(ctx, "team-b", "verbs-auth")
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("core secrets watch"))
+		By("a fleet with TLS: its Certificate created, read, watched, changed (another issuer), then deleted when TLS is off")
+		tlsReconciledBy(ctx, "team-b", "verbs-tls")
+		tls := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-tls"}}
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
+			"cert-manager.io certificates create", "cert-manager.io certificates get", "cert-manager.io certificates watch"))
+		Expect(k8sClient.Patch(ctx, tls, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tls":{"issuerRef":{"name":"other-ca"}}}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("cert-manager.io certificates patch"))
+		Expect(k8sClient.Patch(ctx, tls, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tls":{"enabled":false}}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("cert-manager.io certificates delete"))
 		By("spreading the fleet over zones, then scaling it to one pod, which marks the pod to remove and removes the PodDisruptionBudget")
 		runningPods(ctx, "team-b", "verbs", map[string]string{"verbs-a": "zone-a", "verbs-b": "zone-a"})
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,

@@ -181,6 +181,24 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 			ReloaderImage: opt(s, []string{"registry.example.com/memcached-operator:0.2.0"}, []string{"", " op"}),
 		}
 	}
+	if s.maybe() {
+		t := &cachev1alpha1.TLSSpec{
+			Enabled:       pick(s, []bool{true, false}, nil),
+			ClientAuth:    opt(s, []cachev1alpha1.TLSClientAuth{cachev1alpha1.TLSClientAuthNone, cachev1alpha1.TLSClientAuthRequest, cachev1alpha1.TLSClientAuthRequire}, []cachev1alpha1.TLSClientAuth{"Maybe"}),
+			PlaintextPort: opt(s, []int32{11311, 1, 65535}, []int32{0, 65536, 11211, 11299}),
+			ReloaderImage: opt(s, []string{"registry.example.com/memcached-operator:0.2.0"}, []string{"", " op"}),
+		}
+		// Nearly always an issuer: an enabled TLS without one is refused,
+		// and the generator must keep exercising the accepting side.
+		if s.byte()%32 != 31 {
+			t.IssuerRef = &cachev1alpha1.TLSIssuerReference{
+				Name:  pick(s, []string{"ca", "corp.issuer", "a"}, []string{"Bad_Name", "", strings.Repeat("a", 254)}),
+				Kind:  opt(s, []string{"Issuer", "ClusterIssuer"}, []string{"Cluster", "issuer"}),
+				Group: opt(s, []string{"cert-manager.io", "awspca.cert-manager.io"}, []string{"Bad_Group", ""}),
+			}
+		}
+		sp.TLS = t
+	}
 	return mc
 }
 

@@ -197,7 +197,87 @@ type MemcachedSpec struct {
 	// contents reloads the credentials in running pods, without a restart.
 	// +optional
 	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// tls encrypts the traffic between clients and the fleet's pods with a
+	// certificate cert-manager issues for the fleet's Service names. The
+	// operator owns a cert-manager Certificate (Secret <name>-tls); renewed
+	// certificates are loaded by the running pods without a restart.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
 }
+
+// TLSSpec turns on memcached's TLS (-Z) with a certificate from cert-manager.
+// It closes eavesdropping and tampering on the path between clients and the
+// pods; who may connect at all is spec.networkPolicy's and spec.auth's
+// business, or clientAuth's.
+type TLSSpec struct {
+	// enabled turns TLS on: memcached's port then speaks TLS only, and the
+	// operator owns a cert-manager Certificate for the fleet. Turning it off
+	// deletes the Certificate (its Secret stays, as cert-manager leaves it).
+	Enabled bool `json:"enabled"`
+
+	// issuerRef names the cert-manager Issuer (in the fleet's namespace) or
+	// ClusterIssuer that signs the fleet's certificate. Required when
+	// enabled.
+	// +optional
+	IssuerRef *TLSIssuerReference `json:"issuerRef,omitempty"`
+
+	// clientAuth is whether memcached asks clients for a certificate
+	// (ssl_verify_mode): None (the default), Request (verified when sent)
+	// or Require (refused without one). Clients' certificates are verified
+	// against the ca.crt of the fleet's certificate Secret, so Request and
+	// Require need an issuer that fills it (CA, SelfSigned, Vault).
+	// +kubebuilder:validation:Enum=None;Request;Require
+	// +optional
+	ClientAuth *TLSClientAuth `json:"clientAuth,omitempty"`
+
+	// plaintextPort, when set, keeps a second listener without TLS on this
+	// port, for clients that cannot speak TLS yet. It must differ from
+	// spec.port. Unset (the default): the fleet serves TLS only.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	PlaintextPort *int32 `json:"plaintextPort,omitempty"`
+
+	// reloaderImage is the image of the sidecar that makes memcached load a
+	// renewed certificate without a restart. When spec.auth is set its
+	// reloaderImage runs the one sidecar for both and this is unused.
+	// Defaults to the operator's --exporter-image, pinned when TLS is
+	// turned on, like spec.image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	ReloaderImage *string `json:"reloaderImage,omitempty"`
+}
+
+// TLSIssuerReference names a cert-manager issuer.
+type TLSIssuerReference struct {
+	// name of the issuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// kind of the issuer: Issuer (the default, in the fleet's namespace) or
+	// ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +optional
+	Kind *string `json:"kind,omitempty"`
+
+	// group of the issuer's API. Defaults to cert-manager.io; external
+	// issuers have their own.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Group *string `json:"group,omitempty"`
+}
+
+// TLSClientAuth is whether memcached asks clients for a certificate.
+type TLSClientAuth string
+
+// The client certificate modes, memcached's ssl_verify_mode 0, 1 and 2.
+const (
+	TLSClientAuthNone    TLSClientAuth = "None"
+	TLSClientAuthRequest TLSClientAuth = "Request"
+	TLSClientAuthRequire TLSClientAuth = "Require"
+)
 
 // AuthSpec configures memcached's ASCII authentication. The protocol sends
 // the password in plain text: it keeps out clients that can reach the pods
@@ -424,6 +504,9 @@ const (
 	// ConditionAuthReady is present while spec.auth is set: True when the
 	// Secret it names exists, False while it does not.
 	ConditionAuthReady = "AuthReady"
+	// ConditionCertificateReady is present while spec.tls is enabled: the
+	// Ready condition of the fleet's cert-manager Certificate.
+	ConditionCertificateReady = "CertificateReady"
 )
 
 // Condition reasons of a Memcached.
@@ -470,6 +553,16 @@ const (
 	// the Deployment is left as it is (a pod would wait for the mount
 	// forever) until it is created.
 	ReasonAuthSecretMissing = "AuthSecretMissing"
+	// ReasonCertificateIssued: the fleet's Certificate is Ready, its Secret
+	// holds a valid certificate.
+	ReasonCertificateIssued = "CertificateIssued"
+	// ReasonCertificateNotReady: the fleet's Certificate is not Ready yet;
+	// the Deployment is left as it is (a pod would wait for the Secret, or
+	// start without a valid certificate) until it is.
+	ReasonCertificateNotReady = "CertificateNotReady"
+	// ReasonCertificateAPIMissing: the cluster does not serve
+	// cert-manager.io/v1; the operator looks again every minute.
+	ReasonCertificateAPIMissing = "CertificateAPIMissing"
 )
 
 // Memcached is a fleet of memcached pods behind a headless Service.

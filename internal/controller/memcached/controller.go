@@ -20,6 +20,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,6 +75,12 @@ type Reconciler struct {
 	lastWrite sync.Map
 	// monitored holds the fleets this process gave a ServiceMonitor.
 	monitored sync.Map
+	// certified holds the fleets this process gave a Certificate.
+	certified sync.Map
+	// watchesCertificates: cert-manager's API was served when the manager
+	// started, so a Certificate's changes requeue its fleet. Without it, a
+	// TLS fleet is looked at again every Recheck.
+	watchesCertificates bool
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -118,6 +125,9 @@ type scope struct {
 	// auth is what the auth phase found; nil when the fleet has no
 	// spec.auth or the phase did not run.
 	auth *authState
+	// tls is what the Certificate phase found; nil when the fleet neither
+	// enables TLS nor had a Certificate.
+	tls *certState
 	// monitoring is what the ServiceMonitor phase found; nil when the fleet
 	// neither asks for a ServiceMonitor nor had one.
 	monitoring *monitoringState
@@ -168,7 +178,7 @@ var ownedPhases = []struct {
 // described everywhere else.
 func (s *scope) createdKinds() []string {
 	var kinds []string
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy"} {
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "Certificate"} {
 		if s.created[k] {
 			kinds = append(kinds, k)
 		}
@@ -188,6 +198,7 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 
 // Reconcile validates the spec, runs every phase (one failing phase does not
 // stop the others), then writes the status once, and only when it changed.
@@ -198,6 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
 			r.monitored.Delete(req.NamespacedName)
+			r.certified.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -224,6 +236,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		// The Deployment phase needs to know whether the auth Secret exists.
 		if err := run("auth", r.observeAuthSecret); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		// And whether the Certificate is Ready.
+		if err := run("certificate", r.reconcileCertificate); err != nil {
 			errs = append(errs, err)
 			break
 		}
@@ -272,6 +289,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.monitoring != nil && s.monitoring.apiMissing {
 		// Nothing announces a CRD being installed; look again.
 		after = r.recheck()
+	}
+	if t := s.tls; t != nil && t.wanted && !r.watchesCertificates {
+		// Nothing announces cert-manager's CRDs being installed, nor, without
+		// the watch that needs them at start, a Certificate's change: look
+		// again, soon while it is being issued.
+		after = r.recheck()
+		if !t.apiMissing && !t.ready {
+			after = min(after, certRecheck)
+		}
 	}
 	if s.heldFor > 0 && (after == 0 || s.heldFor < after) {
 		after = s.heldFor
@@ -352,7 +378,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
 	}
 	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	switch _, err := mgr.GetRESTMapper().RESTMapping(CertificateGVK.GroupKind(), CertificateGVK.Version); {
+	case err == nil:
+		// Metadata only: a status change bumps the resourceVersion, which
+		// is all the requeue needs; the phase reads the object live.
+		cert := &metav1.PartialObjectMetadata{}
+		cert.SetGroupVersionKind(CertificateGVK)
+		b = b.WatchesMetadata(cert, ownedBy)
+		r.watchesCertificates = true
+	case !meta.IsNoMatchError(err):
+		return fmt.Errorf("discovering %s: %w", CertificateGVK, err)
+	}
+	return b.
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, coalesceUpdates(ownedBy, statusSettle)).
 		Owns(&corev1.Service{}).

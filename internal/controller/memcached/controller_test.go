@@ -323,6 +323,12 @@ var _ = Describe("Memcached controller", func() {
 			Expect(k8s.Create(ctx, authSecret(ns, mc.Spec.Auth.SecretRef.Name))).To(Succeed())
 		}
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		if mc.Spec.TLS != nil && mc.Spec.TLS.Enabled {
+			// cert-manager's part, which envtest does not run.
+			Eventually(certificateOf(mc)).ShouldNot(BeNil())
+			setCertificateReady(mc, true)
+			Eventually(k8s.Get).WithArguments(ctx, key(mc), &appsv1.Deployment{}).Should(Succeed())
+		}
 		setEndpoints(mc, ready(mc.Name+"-x", mc.Name+"-y", mc.Name+"-z")...)
 		markRolledOut(mc)
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
@@ -341,7 +347,13 @@ var _ = Describe("Memcached controller", func() {
 
 		versions := func() []string {
 			var out []string
-			for _, o := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+			objs := []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
+			if mc.Spec.TLS != nil {
+				cert := &unstructured.Unstructured{}
+				cert.SetGroupVersionKind(memcached.CertificateGVK)
+				objs = append(objs, cert)
+			}
+			for _, o := range objs {
 				Expect(k8s.Get(ctx, key(mc), o)).To(Succeed())
 				out = append(out, fmt.Sprintf("%T=%s", o, o.GetResourceVersion()))
 			}

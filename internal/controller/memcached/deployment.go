@@ -43,6 +43,20 @@ const (
 	// authFileMode lets memcached and the sidecars, one user of the pod's
 	// own, read the file; it is visible inside the pod only.
 	authFileMode int32 = 0o444
+
+	tlsVolumeName = "tls"
+	tlsMountPath  = "/etc/memcached/tls"
+	// tlsFileMode lets memcached and the reloader, the pod's one user, read
+	// the key; like the auth file it is visible inside the pod only.
+	tlsFileMode       int32 = 0o444
+	plaintextPortName       = "plaintext"
+)
+
+// The files cert-manager writes to the Secret, as mounted.
+const (
+	tlsCertFile = tlsMountPath + "/tls.crt"
+	tlsKeyFile  = tlsMountPath + "/tls.key"
+	tlsCAFile   = tlsMountPath + "/ca.crt"
 )
 
 // authFile is where memcached (-Y) and the sidecars read the auth file.
@@ -61,6 +75,13 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 		// a running fleet keeps its pods, and status reports them.
 		s.deployment = s.current
 		return authMissing(s)
+	}
+	if t := s.tls; t != nil && t.wanted && (t.apiMissing || !t.ready) {
+		// Pods would wait for a Secret that does not exist yet, or start
+		// with a certificate that is not valid: the fleet keeps the pods it
+		// has until the Certificate is Ready, and status says why.
+		s.deployment = s.current
+		return nil
 	}
 	spec := s.spec
 	switch size, err := r.markScaleDown(ctx, s); {
@@ -115,11 +136,18 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 	if policy.ExporterEnabled(spec) {
 		podSpec.WithContainers(buildExporter(spec))
 	}
+	if spec.Auth != nil || policy.TLSEnabled(spec) {
+		podSpec.WithContainers(buildReloader(spec))
+	}
+	if policy.TLSEnabled(spec) {
+		podSpec.WithVolumes(corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(TLSSecretName(instance)).
+			WithDefaultMode(tlsFileMode)))
+	}
 	if spec.Auth != nil {
 		// The reloader signals memcached, which it can only see in a
 		// shared process namespace.
-		podSpec.WithContainers(buildReloader(spec)).
-			WithShareProcessNamespace(true).
+		podSpec.WithShareProcessNamespace(true).
 			WithVolumes(corev1ac.Volume().WithName(authVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 				WithSecretName(spec.Auth.SecretRef.Name).
 				WithItems(corev1ac.KeyToPath().WithKey(ptr.Deref(spec.Auth.SecretRef.Key, policy.DefaultAuthSecretKey)).WithPath(authFileName)).
@@ -181,7 +209,28 @@ func buildContainer(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyC
 	if spec.Auth != nil {
 		c.WithVolumeMounts(authMount())
 	}
+	if policy.TLSEnabled(spec) {
+		c.WithVolumeMounts(tlsMount())
+		if pp := spec.TLS.PlaintextPort; pp != nil {
+			c.WithPorts(corev1ac.ContainerPort().WithName(plaintextPortName).WithContainerPort(*pp).WithProtocol(corev1.ProtocolTCP))
+		}
+	}
 	return c
+}
+
+// tlsMount is the certificate Secret's volume, read-only.
+func tlsMount() *corev1ac.VolumeMountApplyConfiguration {
+	return corev1ac.VolumeMount().WithName(tlsVolumeName).WithMountPath(tlsMountPath).WithReadOnly(true)
+}
+
+// loopbackAddress is where the sidecars reach memcached: its port when it
+// speaks plain text, the loopback listener without TLS when it does not.
+func loopbackAddress(spec *cachev1alpha1.MemcachedSpec) string {
+	port := *spec.Port
+	if policy.TLSEnabled(spec) {
+		port = policy.TLSLoopbackPort
+	}
+	return "127.0.0.1:" + strconv.Itoa(int(port))
 }
 
 // authMount is the auth file's volume, read-only, in every container that
@@ -191,19 +240,28 @@ func authMount() *corev1ac.VolumeMountApplyConfiguration {
 }
 
 // buildReloader is the sidecar that makes memcached re-read its auth file
-// when the Secret changes (SIGHUP), so that rotating credentials restarts
-// nothing and empties no cache. It runs as memcached's user, which lets it
-// signal memcached without any capability.
+// when the Secret changes (SIGHUP), and load a renewed certificate when
+// cert-manager rewrites the TLS Secret (refresh_certs over the loopback
+// listener), so that rotating either restarts nothing and empties no cache.
+// It runs as memcached's user, which lets it signal memcached without any
+// capability. Its name predates TLS; keeping it spares auth fleets a
+// rollout.
 func buildReloader(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyConfiguration {
-	return corev1ac.Container().
+	c := corev1ac.Container().
 		WithName(reloaderContainerName).
-		WithImage(ptr.Deref(spec.Auth.ReloaderImage, "")).
+		WithImage(policy.ReloaderImage(spec)).
 		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
 		WithCommand("/memcached-auth-reloader").
-		WithArgs("--auth-file=" + authFile).
-		WithVolumeMounts(authMount()).
 		WithResources(resources(&reloaderResources)).
 		WithSecurityContext(restrictedContainer())
+	if spec.Auth != nil {
+		c.WithArgs("--auth-file=" + authFile).WithVolumeMounts(authMount())
+	}
+	if policy.TLSEnabled(spec) {
+		c.WithArgs("--tls-cert-file="+tlsCertFile, "--tls-key-file="+tlsKeyFile, "--memcached.address="+loopbackAddress(spec)).
+			WithVolumeMounts(tlsMount())
+	}
+	return c
 }
 
 // restrictedContainer passes the restricted Pod Security Standard with a
@@ -240,7 +298,7 @@ func buildExporter(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyCo
 		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
 		WithCommand("/memcached-exporter").
 		WithArgs(
-			"--memcached.address=127.0.0.1:"+strconv.Itoa(int(*spec.Port)),
+			"--memcached.address="+loopbackAddress(spec),
 			"--web.listen-address=:"+strconv.Itoa(exporter.DefaultPort)).
 		WithPorts(corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(exporter.DefaultPort).WithProtocol(corev1.ProtocolTCP)).
 		WithReadinessProbe(corev1ac.Probe().
@@ -277,7 +335,34 @@ func Args(spec *cachev1alpha1.MemcachedSpec) []string {
 	if spec.Auth != nil {
 		args = append(args, "-Y", authFile)
 	}
+	if t := spec.TLS; policy.TLSEnabled(spec) {
+		// The TLS port on every address, as without -l; a listener without
+		// TLS on the pod's loopback for the exporter and the reloader, which
+		// only processes inside the pod's network namespace can reach (they
+		// then need no TLS client, nor a certificate of their own); and the
+		// plaintext port on every address only when the user asked for it.
+		listen := "*:" + strconv.Itoa(int(*spec.Port)) + ",notls:127.0.0.1:" + strconv.Itoa(int(policy.TLSLoopbackPort))
+		if pp := t.PlaintextPort; pp != nil {
+			listen += ",notls:*:" + strconv.Itoa(int(*pp))
+		}
+		ssl := "ssl_chain_cert=" + tlsCertFile + ",ssl_key=" + tlsKeyFile + ",ssl_verify_mode=" + strconv.Itoa(verifyMode(t.ClientAuth))
+		if verifyMode(t.ClientAuth) != 0 {
+			ssl += ",ssl_ca_cert=" + tlsCAFile
+		}
+		args = append(args, "-Z", "-l", listen, "-o", ssl)
+	}
 	return args
+}
+
+// verifyMode is memcached's ssl_verify_mode for spec.tls.clientAuth.
+func verifyMode(c *cachev1alpha1.TLSClientAuth) int {
+	switch ptr.Deref(c, cachev1alpha1.TLSClientAuthNone) {
+	case cachev1alpha1.TLSClientAuthRequest:
+		return 1
+	case cachev1alpha1.TLSClientAuthRequire:
+		return 2
+	}
+	return 0
 }
 
 // buildAffinity merges the anti-affinity preset into the user's affinity; an

@@ -75,6 +75,10 @@ func BuildNetworkPolicy(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.Memcach
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(mc.Name))).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress).
 		WithIngress(rule(*spec.Port, spec.NetworkPolicy.From))
+	if policy.TLSEnabled(spec) && spec.TLS.PlaintextPort != nil {
+		// The same clients, on the listener they asked for.
+		npSpec.WithIngress(rule(*spec.TLS.PlaintextPort, spec.NetworkPolicy.From))
+	}
 	if policy.ExporterEnabled(spec) {
 		npSpec.WithIngress(rule(exporter.DefaultPort, spec.NetworkPolicy.MetricsFrom))
 	}

@@ -34,6 +34,13 @@ func BuildService(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec
 			WithProtocol(corev1.ProtocolTCP).
 			WithPort(*spec.Port).
 			WithTargetPort(intstr.FromString(portName)))
+	if policy.TLSEnabled(spec) && spec.TLS.PlaintextPort != nil {
+		svc.WithPorts(corev1ac.ServicePort().
+			WithName(plaintextPortName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(*spec.TLS.PlaintextPort).
+			WithTargetPort(intstr.FromString(plaintextPortName)))
+	}
 	if policy.ExporterEnabled(spec) {
 		svc.WithPorts(corev1ac.ServicePort().
 			WithName(metricsPortName).

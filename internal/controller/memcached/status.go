@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // Observation is what one pass saw and did, the whole input of ComputeStatus.
@@ -34,6 +35,9 @@ type Observation struct {
 	// Auth is what the auth phase found; nil when the fleet has no
 	// spec.auth or the phase did not run.
 	Auth *AuthObservation
+	// Certificate is what the Certificate phase found; nil when the fleet
+	// has no TLS and had none, or the phase did not run.
+	Certificate *CertificateObservation
 	// Monitoring is what the ServiceMonitor phase found; nil when it had
 	// nothing to do or did not run.
 	Monitoring *monitoringState
@@ -49,6 +53,17 @@ type AuthObservation struct {
 	Found  bool
 }
 
+// CertificateObservation is what the Certificate phase found: whether
+// cert-manager's API is served, whether the Certificate is Ready and what
+// its Ready condition says.
+type CertificateObservation struct {
+	APIMissing bool
+	Ready      bool
+	Message    string
+	// Removed: TLS is off and the fleet has no Certificate (any more).
+	Removed bool
+}
+
 // updateStatus sets the status from what the phases observed; it reads no
 // API and writes nothing, so it can be table-tested.
 func (r *Reconciler) updateStatus(s *scope, errs []error) {
@@ -60,6 +75,9 @@ func (r *Reconciler) updateStatus(s *scope, errs []error) {
 	}
 	if s.auth != nil {
 		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
+	}
+	if t := s.tls; t != nil {
+		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message, Removed: t.removed}
 	}
 	ComputeStatus(s.memcached, o)
 	r.recordTransitions(s, before)
@@ -123,7 +141,39 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	}
 	stalled := !valid || f.stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck
 
+	// A TLS fleet is neither Available nor Ready until its certificate is:
+	// until then the Deployment is left as it is, and pods without a valid
+	// certificate serve nobody who verifies it.
+	certPending := false
+	switch c := o.Certificate; {
+	case !policy.TLSEnabled(o.Spec):
+		// The condition stays until the Certificate is gone: it is how the
+		// next pass knows there may be one to delete.
+		if c != nil && c.Removed {
+			meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionCertificateReady)
+		}
+	case c == nil:
+		// Not observed this pass: keep what was last known.
+		if cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady); cc != nil && cc.Status != metav1.ConditionTrue {
+			certPending = true
+		}
+	case c.APIMissing:
+		certPending = true
+		set(cachev1alpha1.ConditionCertificateReady, false, cachev1alpha1.ReasonCertificateAPIMissing, certAPIMissingMessage)
+	case c.Ready:
+		set(cachev1alpha1.ConditionCertificateReady, true, cachev1alpha1.ReasonCertificateIssued, "Secret "+TLSSecretName(mc.Name)+" holds a valid certificate: "+c.Message)
+	default:
+		certPending = true
+		set(cachev1alpha1.ConditionCertificateReady, false, cachev1alpha1.ReasonCertificateNotReady, c.Message+"; until it is Ready the Deployment is left as it is")
+	}
 	// Available and Progressing, from the Deployment when it was observed.
+	// While the certificate is pending they say so, set once below: set
+	// twice in one pass they would flip and move lastTransitionTime.
+	setRollout := func(t string, ok bool, reason, msg string) {
+		if !certPending {
+			set(t, ok, reason, msg)
+		}
+	}
 	rolledOut := false
 	progressMsg := "the operator has not observed the fleet's Deployment yet"
 	progressReason := cachev1alpha1.ReasonRollingOut
@@ -135,13 +185,13 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		available := fmt.Sprintf("%d of %d pods available", ds.AvailableReplicas, desired)
 		switch {
 		case desired == 0:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
 		case rolledOut:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
 		case ds.AvailableReplicas >= desired:
-			set(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
+			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
 		default:
-			set(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
+			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
 		}
 		if current {
 			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.UpdatedReplicas, desired, ds.Replicas, ds.AvailableReplicas)
@@ -153,9 +203,9 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 			progressMsg = fmt.Sprintf("%s; %d pod(s) fit on no node: %s", progressMsg, o.Unschedulable, o.UnschedulableMessage)
 		}
 		if rolledOut {
-			set(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
+			setRollout(cachev1alpha1.ConditionProgressing, false, cachev1alpha1.ReasonRolloutComplete, "every pod runs the current spec")
 		} else {
-			set(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
+			setRollout(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
 		}
 	} else {
 		// Not observed: keep what was last known, or say why there is nothing yet.
@@ -165,9 +215,17 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		}
 		for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionProgressing} {
 			if meta.FindStatusCondition(st.Conditions, t) == nil {
-				set(t, false, why, progressMsg)
+				setRollout(t, false, why, progressMsg)
 			}
 		}
+	}
+
+	if certPending {
+		cc := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionCertificateReady)
+		set(cachev1alpha1.ConditionAvailable, false, cc.Reason, "the fleet's Certificate is not Ready: "+cc.Message)
+		rolledOut = false
+		progressReason, progressMsg = cc.Reason, "waiting for the fleet's Certificate: "+cc.Message
+		set(cachev1alpha1.ConditionProgressing, true, progressReason, progressMsg)
 	}
 
 	switch m := o.Monitoring; {

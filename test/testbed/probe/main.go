@@ -25,6 +25,17 @@
 //	                            print memcached's answer to a get sent without
 //	                            logging in, or to the login with USER PASS;
 //	                            a refusal is an answer, not a failure
+//	probe memcached-tls HOST:PORT CAFILE SERVERNAME [NOT_SERIAL]
+//	                            set and get over TLS, verifying the server
+//	                            against CAFILE for SERVERNAME; prints the
+//	                            served certificate's serial and the handshake
+//	                            time; with NOT_SERIAL, retries while that
+//	                            serial is still served (a renewal)
+//	probe memcached-plain-refused HOST:PORT
+//	                            a plain-text client gets no answer (TLS port)
+//	probe memcached-latency HOST:PORT ROUNDS [CAFILE SERVERNAME]
+//	                            connect (and handshake) 20 times, then ROUNDS
+//	                            set/get on one connection; prints p50 and p99
 //	probe load NAME PORT RATE DURATION
 //	                            set/get against every address NAME resolves to,
 //	                            RATE ops/s for DURATION; prints the counts
@@ -93,6 +104,12 @@ func main() {
 		check = func() (string, error) { return memcachedAuth(arg, os.Args[3], os.Args[4]) }
 	case "memcached-answer":
 		check = func() (string, error) { return memcachedAnswer(arg, os.Args[3:]) }
+	case "memcached-tls":
+		check = func() (string, error) { return memcachedTLS(os.Args[2:]) }
+	case "memcached-plain-refused":
+		check = func() (string, error) { return memcachedPlainRefused(arg) }
+	case "memcached-latency":
+		check = func() (string, error) { return memcachedLatency(os.Args[2:]) }
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", mode)
 		os.Exit(2)
