@@ -306,6 +306,9 @@ func TestDefaultValues(t *testing.T) {
 	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--watch-namespaces")))
 	// The garbage collector aims at the memory request, read through the downward API.
 	g.Expect(operatorContainer(t, r).Args).To(ContainElement("--memory-target=$(MEMORY_REQUEST)"))
+	// The pod keeps serving admission while the webhook Service drops it:
+	// without the delay a drain refused a request (connection refused).
+	g.Expect(operatorContainer(t, r).Lifecycle).To(Equal(&corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}))
 	g.Expect(operatorContainer(t, r).Env).To(ContainElement(corev1.EnvVar{Name: "MEMORY_REQUEST",
 		ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}}))
 
@@ -664,6 +667,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"operator: {maxSize: '10'}", "/operator/maxSize"},
 		{"operator: {logEncoder: xml}", "/operator/logEncoder"},
 		{"operator: {maxConcurrentReconciles: 0}", "/operator/maxConcurrentReconciles"},
+		{"operator: {shutdownDelaySeconds: 30}", "/operator/shutdownDelaySeconds"},
 		{"webhook: {failurePolicy: Sometimes}", "/webhook/failurePolicy"},
 		{"webhook: {timeoutSeconds: 31}", "/webhook/timeoutSeconds"},
 		{"image: {pullPolicy: Sometimes}", "/image/pullPolicy"},
