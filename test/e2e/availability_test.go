@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,6 +223,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 	AfterAll(func() {
 		mustRun(kubectl("delete", "namespace", availabilityNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
+		caInjectorLeading(ctx)
 	})
 
 	It("puts one pod of a hard anti-affinity fleet on each node; the pod with no node left is Pending and the status says why", func() {
@@ -477,3 +479,28 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		Expect(attempts).To(BeNumerically(">", 10))
 	})
 })
+
+// caInjectorLeading waits until a ready cainjector pod holds cert-manager's
+// cainjector lease and renews it. The node-loss spec can take the leader
+// with its node; the replacement waits out the old lease, and until then no
+// webhook configuration gets its CA: the next suite's fresh install would
+// meet "x509: certificate signed by unknown authority" (seen in CI). The
+// cluster is left as whole as the suite found it.
+func caInjectorLeading(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		lease := &coordinationv1.Lease{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cert-manager-cainjector-leader-election"}, lease)).To(Succeed())
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace("cert-manager"), client.MatchingLabels{"app.kubernetes.io/component": "cainjector"})).To(Succeed())
+		leading := false
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			leading = leading || (p.DeletionTimestamp == nil && p.Name != "" && strings.HasPrefix(holder, p.Name) && podIsReady(p))
+		}
+		g.Expect(leading).To(BeTrue(), "cainjector's lease is held by %q, no ready cainjector pod", holder)
+		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+		g.Expect(lease.Spec.RenewTime.Time).To(BeTemporally(">", time.Now().Add(-30*time.Second)), "the lease is renewed")
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
