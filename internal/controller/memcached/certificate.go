@@ -2,18 +2,12 @@ package memcached
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/policy"
@@ -50,70 +44,28 @@ func TLSSecretName(instance string) string { return instance + "-tls" }
 // before the owned phases. A fleet that never enabled TLS costs nothing.
 func (r *Reconciler) reconcileCertificate(ctx context.Context, s *scope) error {
 	wanted := policy.TLSEnabled(s.spec)
-	key := client.ObjectKeyFromObject(s.memcached)
-	// As for the ServiceMonitor: this process's memory of applying one
-	// covers a pass that reads the fleet before the status write that added
-	// the condition reached the cache.
-	_, applied := r.certified.Load(key)
-	had := applied || meta.FindStatusCondition(s.memcached.Status.Conditions, cachev1alpha1.ConditionCertificateReady) != nil
-	if !wanted && !had {
-		return nil
+	kind := optionalKind{gvk: CertificateGVK, memo: &r.certified, condition: cachev1alpha1.ConditionCertificateReady}
+	outcome, live, err := r.reconcileOptional(ctx, s, kind, wanted, func() *unstructured.Unstructured {
+		return BuildCertificate(s.memcached, s.spec)
+	})
+	if err != nil || outcome == optionalNone {
+		return err
 	}
 	s.tls = &certState{wanted: wanted}
-	if _, err := r.Client.RESTMapper().RESTMapping(CertificateGVK.GroupKind(), CertificateGVK.Version); meta.IsNoMatchError(err) {
+	switch outcome {
+	case optionalAPIMissing:
 		s.tls.apiMissing = true
-		if !wanted {
-			// Without the API there is no Certificate left to delete.
-			r.certified.Delete(key)
-			s.tls.removed = true
-		}
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("discovering %s: %w", CertificateGVK, err)
-	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(CertificateGVK)
-	err := r.apiReader().Get(ctx, key, live)
-	exists := err == nil
-	switch {
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading Certificate %s: %w", key, err)
-	case exists && !metav1.IsControlledBy(live, s.memcached):
-		if !wanted {
-			r.certified.Delete(key)
-			s.tls.removed = true
-			return nil
-		}
-		return nameConflict("Certificate", live)
-	case !wanted:
-		if exists {
-			if err := r.Client.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting Certificate %s: %w", key, err)
-			}
-		}
-		r.certified.Delete(key)
+	case optionalRemoved:
 		s.tls.removed = true
-		return nil
-	}
-	r.certified.Store(key, struct{}{})
-	desired := BuildCertificate(s.memcached, s.spec)
-	if exists && certificateMatches(live, desired) {
-		applyRequests.WithLabelValues("Certificate", applySkipped).Inc()
+	case optionalUnchanged:
 		s.tls.ready, s.tls.message = CertificateReady(live)
-		return nil
-	}
-	applyRequests.WithLabelValues("Certificate", applySent).Inc()
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return applyError("Certificate", key, err)
-	}
-	if !exists {
-		s.markCreated("Certificate")
+	case optionalCreated:
 		s.tls.message = "the Certificate was just created; cert-manager has not issued it yet"
-		return nil
+	case optionalUpdated:
+		// A changed spec (another issuer, other names) is reissued: the
+		// Ready condition read before the apply speaks of the old one.
+		s.tls.message = "the Certificate's spec changed; cert-manager has not reissued it yet"
 	}
-	// A changed spec (another issuer, other names) is reissued: the Ready
-	// condition read before the apply speaks of the old one.
-	s.tls.message = "the Certificate's spec changed; cert-manager has not reissued it yet"
 	return nil
 }
 
@@ -151,53 +103,26 @@ func tlsDNSNames(name, namespace string) []any {
 // renewal, so a leaked key ages out with its certificate.
 func BuildCertificate(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *unstructured.Unstructured {
 	ref := spec.TLS.IssuerRef
-	owner, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.OwnerReference{
-		APIVersion: cachev1alpha1.GroupVersion.String(), Kind: "Memcached", Name: mc.Name, UID: mc.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	})
-	if err != nil {
-		panic(fmt.Sprintf("converting an owner reference: %v", err))
-	}
 	labels := map[string]any{}
 	for k, v := range objectLabels(mc.Name) {
 		labels[k] = v
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{
-			"name": mc.Name, "namespace": mc.Namespace, "labels": labels, "ownerReferences": []any{owner},
+	return optionalObject(mc, CertificateGVK, labels, map[string]any{
+		"secretName": TLSSecretName(mc.Name),
+		// The Secret carries the fleet's labels, so that it is found with
+		// the rest of the fleet's objects.
+		"secretTemplate": map[string]any{"labels": labels},
+		"commonName":     mc.Name + "." + mc.Namespace + ".svc",
+		"dnsNames":       tlsDNSNames(mc.Name, mc.Namespace),
+		// An ECDSA key signs the handshake; it enciphers nothing, so no key
+		// encipherment. Client auth lets the same pair serve as a client
+		// certificate of the fleet's own CA (clientAuth).
+		"usages":     []any{"server auth", "client auth", "digital signature"},
+		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+		"issuerRef": map[string]any{
+			"name": ref.Name, "kind": ptr.Deref(ref.Kind, policy.IssuerKind), "group": ptr.Deref(ref.Group, policy.CertManagerGroup),
 		},
-		"spec": map[string]any{
-			"secretName": TLSSecretName(mc.Name),
-			// The Secret carries the fleet's labels, so that it is found
-			// with the rest of the fleet's objects.
-			"secretTemplate": map[string]any{"labels": labels},
-			"commonName":     mc.Name + "." + mc.Namespace + ".svc",
-			"dnsNames":       tlsDNSNames(mc.Name, mc.Namespace),
-			// An ECDSA key signs the handshake; it enciphers nothing, so no
-			// key encipherment. Client auth lets the same pair serve as a
-			// client certificate of the fleet's own CA (clientAuth).
-			"usages":     []any{"server auth", "client auth", "digital signature"},
-			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-			"issuerRef": map[string]any{
-				"name": ref.Name, "kind": ptr.Deref(ref.Kind, policy.IssuerKind), "group": ptr.Deref(ref.Group, policy.CertManagerGroup),
-			},
-		},
-	}}
-	u.SetGroupVersionKind(CertificateGVK)
-	return u
-}
-
-// certificateMatches tells whether live already holds what desired says:
-// its labels, its controller reference (checked by the caller) and every
-// field of the spec the operator sets. cert-manager's own defaulting adds
-// nothing to a Certificate's spec, so the spec is compared whole.
-func certificateMatches(live, desired *unstructured.Unstructured) bool {
-	for k, v := range desired.GetLabels() {
-		if live.GetLabels()[k] != v {
-			return false
-		}
-	}
-	return apiequality.Semantic.DeepEqual(live.Object["spec"], desired.Object["spec"])
+	})
 }
 
 // certAPIMissingMessage is CertificateReady's message when cert-manager's
