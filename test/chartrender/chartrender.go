@@ -40,7 +40,17 @@ func ChartDir() string {
 // come from crds/ and are installed separately. Values are validated against
 // values.schema.json first, so a bad value is an error here as in `helm install`.
 func Render(releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	rel, err := Release(releaseName, namespace, values)
+	return render(releaseName, namespace, values, false)
+}
+
+// RenderUpgrade is Render for a `helm upgrade` of an installed release
+// (`helm template --is-upgrade`): the pre-upgrade hooks come with it.
+func RenderUpgrade(releaseName, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	return render(releaseName, namespace, values, true)
+}
+
+func render(releaseName, namespace string, values map[string]any, upgrade bool) ([]*unstructured.Unstructured, error) {
+	rel, err := dryRun(releaseName, namespace, values, upgrade)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +75,10 @@ func Render(releaseName, namespace string, values map[string]any) ([]*unstructur
 // Release is Render's dry-run release, for tests that also need NOTES.txt or
 // want to tell hooks from the main manifest.
 func Release(releaseName, namespace string, values map[string]any) (*release.Release, error) {
+	return dryRun(releaseName, namespace, values, false)
+}
+
+func dryRun(releaseName, namespace string, values map[string]any, upgrade bool) (*release.Release, error) {
 	chrt, err := Load()
 	if err != nil {
 		return nil, err
@@ -75,6 +89,7 @@ func Release(releaseName, namespace string, values map[string]any) (*release.Rel
 	install.DryRun = true
 	install.ClientOnly = true
 	install.Replace = true
+	install.IsUpgrade = upgrade
 	install.KubeVersion = &KubeVersion
 	if values == nil {
 		values = map[string]any{}
