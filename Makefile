@@ -90,11 +90,12 @@ E2E_NODES ?= 3
 test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement, smoke, operator, monitoring, availability and network-policy suites, cluster down (KEEP_CLUSTER=1 keeps it).
 	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NETPOL=1 NODES=$(E2E_NODES)
 	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
+	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory e2e E2E_HELM=helm4 E2E_FLAGS=-ginkgo.label-filter=lifecycle || rc=$$?; fi; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; exit $$rc
 
 .PHONY: e2e
-e2e: ## Run the e2e suites (smoke, then operator) against the running testbed cluster.
-	TESTBED_DIR=$(TESTBED_DIR) KUBECONFIG=$(TESTBED_DIR)/kubeconfig \
+e2e: ## Run the e2e suites against the running testbed cluster (E2E_HELM=helm4: with Helm 4; E2E_FLAGS: Ginkgo flags).
+	TESTBED_DIR=$(TESTBED_DIR) KUBECONFIG=$(TESTBED_DIR)/kubeconfig E2E_HELM=$(E2E_HELM) \
 	  go test -tags e2e ./test/e2e/ -count=1 -timeout 40m -v $(E2E_FLAGS)
 
 ##@ Build
@@ -148,6 +149,10 @@ promtool: ## Build (once) the pinned promtool (checks and unit-tests the chart's
 .PHONY: helm
 helm: ## Build (once) the pinned helm CLI.
 	$(eval HELM := $(shell $(TOOL) helm))
+
+.PHONY: helm4
+helm4: ## Build (once) the pinned Helm 4 CLI (lint, and the e2e lifecycle specs).
+	$(eval HELM4 := $(shell $(TOOL) helm4))
 
 # Targets of the chart and of the real-cluster testbed live beside them.
 -include hack/make/*.mk

@@ -7,7 +7,7 @@
 #   STORE   where binaries live (default ${XDG_DATA_HOME:-~/.local/share}/memcached-operator)
 #
 # Names: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
-#        kubelet kube-proxy controller-gen golangci-lint helm helm-docs
+#        kubelet kube-proxy controller-gen golangci-lint helm helm4 helm-docs
 #        containerd ctr containerd-shim-runc-v2 coredns kwok
 #        cert-manager-controller cert-manager-webhook cert-manager-cainjector
 #        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
@@ -203,6 +203,13 @@ path_of() {
     kube-network-policies)
       local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
       build "$name" "$d" go_kube_network_policies ;;
+    helm4)
+      # Helm 4 beside Helm 3: the e2e suite's lifecycle specs run with both
+      # majors. It reads the Kubernetes version it assumes offline from the
+      # client-go in its build info, so only its own version is stamped.
+      local d="$STORE/tools/helm-$HELM4_VERSION"
+      build "$name" "$d" go_install "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION" \
+        "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

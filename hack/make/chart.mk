@@ -5,10 +5,12 @@
 CHART_LINT_NAMESPACE ?= memcached-operator-system
 
 .PHONY: helm-lint
-helm-lint: helm ## Run helm lint --strict on the chart with each ci/*-values.yaml set.
+helm-lint: helm helm4 ## Run helm lint --strict with Helm 3 and Helm 4 on the chart with each ci/*-values.yaml set; Helm 4 also renders each, for an upgrade.
 	@set -e; for f in $(CHART)/ci/*-values.yaml; do \
-		echo "helm lint --strict -f $$f"; \
+		echo "helm lint --strict -f $$f (Helm 3, Helm 4)"; \
 		$(HELM) lint --strict --namespace $(CHART_LINT_NAMESPACE) -f $$f $(CHART); \
+		$(HELM4) lint --strict --namespace $(CHART_LINT_NAMESPACE) -f $$f $(CHART); \
+		$(HELM4) template memcached-operator $(CHART) --is-upgrade --namespace $(CHART_LINT_NAMESPACE) -f $$f >/dev/null; \
 	done
 
 .PHONY: helm-template

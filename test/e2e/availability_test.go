@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -429,39 +428,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 			g.Expect(node).NotTo(BeEmpty(), "the leader %s is one of the operator's pods", leader)
 		}).WithTimeout(wait).Should(Succeed())
 
-		var (
-			mu               sync.Mutex
-			attempts, failed int
-			firstFailure     error
-		)
-		done := make(chan struct{})
-		finished := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(finished)
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				mc := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-					"metadata": map[string]any{"name": fmt.Sprintf("dry-%d", i), "namespace": availabilityNamespace},
-					"spec":     map[string]any{"size": int64(1)},
-				}}
-				err := k8s.Create(ctx, mc, client.DryRunAll)
-				mu.Lock()
-				attempts++
-				if err != nil {
-					failed++
-					if firstFailure == nil {
-						firstFailure = err
-					}
-				}
-				mu.Unlock()
-			}
-		}()
+		stopAdmissions := startAdmissions(ctx, availabilityNamespace)
 		start := time.Now()
 		mustRun(kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m",
 			"--pod-selector="+operatorSelector))
@@ -471,12 +438,11 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 			g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(Equal(leader), "leadership handed over")
 		}).WithTimeout(wait).Should(Succeed())
 		took := time.Since(start)
-		close(done)
-		<-finished
-		AddReportEntry("operator drain", fmt.Sprintf("leader %s on %s; handed over and rolled out in %s; %d dry-run admissions, %d failed",
-			leader, node, took.Round(time.Second), attempts, failed))
-		Expect(failed).To(BeZero(), "first failure: %v", firstFailure)
-		Expect(attempts).To(BeNumerically(">", 10))
+		admissions := stopAdmissions()
+		AddReportEntry("operator drain", fmt.Sprintf("leader %s on %s; handed over and rolled out in %s; %s",
+			leader, node, took.Round(time.Second), admissions))
+		Expect(admissions.failed).To(BeZero(), "first failure: %v", admissions.first)
+		Expect(admissions.attempts).To(BeNumerically(">", 10))
 	})
 })
 

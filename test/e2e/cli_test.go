@@ -45,7 +45,16 @@ func cli(tool, stdin string, args ...string) (string, error) {
 
 func kubectl(args ...string) (string, error) { return cli("kubectl", "", args...) }
 
-func helm(args ...string) (string, error) { return cli("helm", "", args...) }
+// helm runs the testbed's Helm 3 wrapper, or the one E2E_HELM names
+// (helm4: `make e2e E2E_HELM=helm4` runs the lifecycle specs with Helm 4).
+func helm(args ...string) (string, error) { return cli(helmTool(), "", args...) }
+
+func helmTool() string {
+	if h := os.Getenv("E2E_HELM"); h != "" {
+		return h
+	}
+	return "helm"
+}
 
 // kubectlApply applies a manifest given inline, as `kubectl apply -f -`.
 func kubectlApply(manifest string, args ...string) (string, error) {

@@ -110,7 +110,7 @@ rm -rf /run/containerd/s /run/containerd/runc/k8s.io
 rmdir_empty /run/containerd
 rm -rf "$RUN_DIR"
 if [[ -d $TB_DIR ]]; then
-  rm -rf "${TB_DIR:?}"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc,nodes} "$TB_DIR/kubeconfig" "$TB_DIR/cluster.env" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm"
+  rm -rf "${TB_DIR:?}"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc,nodes} "$TB_DIR/kubeconfig" "$TB_DIR/cluster.env" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm" "$TB_DIR/bin/helm4"
 fi
 
 # 5. Empty cgroups the kubelet and containerd made (cgroup v1: one tree per controller).

@@ -14,7 +14,7 @@
 # cluster-binaries images` (hack/tool.sh's store).
 #
 #   kubeconfig on the host:  $TB_DIR/kubeconfig (apiserver on 127.0.0.1:16443)
-#   wrappers:                $TB_DIR/bin/kubectl, $TB_DIR/bin/helm
+#   wrappers:                $TB_DIR/bin/kubectl, $TB_DIR/bin/helm, $TB_DIR/bin/helm4
 #   image names:             $TB_DIR/images.env
 #   logs:                    $TB_DIR/logs/<component>.log
 set -euo pipefail
@@ -461,7 +461,14 @@ cat >"$BIN/helm" <<SH
 # helm for the testbed cluster (written by cluster-up.sh)
 KUBECONFIG="$TB_DIR/kubeconfig" exec "${B[helm]}" "\$@"
 SH
-chmod +x "$BIN/kubectl" "$BIN/helm"
+# Helm 4 for the lifecycle specs, built from the module proxy on first use.
+cat >"$BIN/helm4" <<SH
+#!/bin/sh
+# helm 4 for the testbed cluster (written by cluster-up.sh)
+HELM4=\$("$TOOL" helm4) || exit 1
+KUBECONFIG="$TB_DIR/kubeconfig" exec "\$HELM4" "\$@"
+SH
+chmod +x "$BIN/kubectl" "$BIN/helm" "$BIN/helm4"
 
 # ---- cert-manager from the chart inside its own Go module, with local images
 if [[ $WITH_CERT_MANAGER == 1 ]]; then
@@ -497,7 +504,7 @@ for ((i = 1; i <= NODES; i++)); do
 done
 cat >&2 <<EOM
   kubeconfig: $TB_DIR/kubeconfig   (apiserver https://$APISERVER_HOST_ADDR, loopback only)
-  wrappers:   $BIN/kubectl  $BIN/helm
+  wrappers:   $BIN/kubectl  $BIN/helm  $BIN/helm4
   images:     $TB_DIR/images.env
   logs:       $LOGS/
   stop:       make cluster-down    (one node: test/testbed/node.sh stop|start NAME)

@@ -12,6 +12,10 @@
 #                        wrote; returns once the node posts Ready after the
 #                        restart and its enforcer has loaded its rules.
 #   node.sh status       every node: its processes and its Ready condition.
+#   node.sh tag-image SRC DST
+#                        every node's containerd gets DST as another name of
+#                        the image SRC: a second operator "version" for the
+#                        upgrade tests, with nothing rebuilt.
 #
 # NAME is testbed, testbed-2, ... (stopping testbed, node 1, leaves the
 # control plane and CoreDNS running: they are not kubelet-managed).
@@ -20,7 +24,7 @@ TESTBED_USE_RUNNING=1
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { echo "usage: $0 stop|start NAME | status" >&2; exit 2; }
+usage() { echo "usage: $0 stop|start NAME | status | tag-image SRC DST" >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 [[ $(id -u) == 0 ]] || die "run as root"
 if [[ ! -e /run/netns/$NETNS ]] || ! pid_alive kube-apiserver; then die "no testbed runs: make cluster-up NODES=..."; fi
@@ -52,6 +56,18 @@ if [[ $cmd == status ]]; then
   done
   exit 0
 fi
+if [[ $cmd == tag-image ]]; then
+  [[ $# == 3 ]] || usage
+  CTR=$("$TOOL" ctr)
+  for ((i = 1; i <= NODES; i++)); do
+    node_env "$i"
+    # tag --force: a second run retags without complaint.
+    "$CTR" --address "$N_SOCK" -n k8s.io images tag --force "$2" "$3" >/dev/null
+  done
+  log "$2 is also $3 on $NODES node(s)"
+  exit 0
+fi
+
 [[ $# == 2 ]] || usage
 name=$2
 i=$(node_index "$name") || die "no node named $name (testbed, testbed-2, ...)"

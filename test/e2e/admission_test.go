@@ -1,0 +1,69 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// admissionCount is what an admission loop saw.
+type admissionCount struct {
+	attempts, failed int
+	first            error
+}
+
+func (a admissionCount) String() string {
+	return fmt.Sprintf("%d dry-run admissions, %d failed", a.attempts, a.failed)
+}
+
+// startAdmissions creates a Memcached in ns with a server-side dry run every
+// 100 ms, through the API server and so through both webhooks, until the
+// returned stop is called; stop returns the count. A spec uses it to show
+// that something (a drain, an upgrade) never interrupts admission.
+func startAdmissions(ctx context.Context, ns string) (stop func() admissionCount) {
+	var (
+		mu    sync.Mutex
+		count admissionCount
+	)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(finished)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			mc := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+				"metadata": map[string]any{"name": fmt.Sprintf("dry-%d", i), "namespace": ns},
+				"spec":     map[string]any{"size": int64(1)},
+			}}
+			err := k8s.Create(ctx, mc, client.DryRunAll)
+			mu.Lock()
+			count.attempts++
+			if err != nil {
+				count.failed++
+				if count.first == nil {
+					count.first = err
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() admissionCount {
+		close(done)
+		<-finished
+		mu.Lock()
+		defer mu.Unlock()
+		return count
+	}
+}
