@@ -22,8 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/test/chartrender"
 )
 
 // The lifecycle suite is what users live through after the first install:
@@ -174,6 +177,8 @@ func operatorImages(ctx context.Context, g Gomega) []string {
 }
 
 var _ = Describe("the operator's lifecycle with fleets serving", Ordered, Label("lifecycle"), func() {
+	// Every object the chart installs is checked as Flux's health check
+	// does (kstatus) after the install and after the upgrade.
 	ctx := context.Background()
 	var (
 		chartA, chartB   string
@@ -227,6 +232,7 @@ var _ = Describe("the operator's lifecycle with fleets serving", Ordered, Label(
 	It("installs chart 0.0.9, whose CRD has no spec.networkPolicy, and runs five fleets under load", func() {
 		mustRun(helm(append([]string{"install", release, chartA}, haArgs()...)...))
 		Expect(crdHasNetworkPolicy(ctx, Default)).To(BeFalse(), "chart 0.0.9 installed its own CRD")
+		chartObjectsCurrent(ctx)
 		Eventually(operatorImages).WithContext(ctx).WithTimeout(wait).Should(ConsistOf(imageA, imageA))
 		for i := range lifecycleFleets {
 			name := fmt.Sprintf("fleet-%d", i+1)
@@ -271,6 +277,7 @@ spec: {size: 2}
 		Expect(crdHasNetworkPolicy(ctx, Default)).To(BeTrue(), "the pre-upgrade hook brought the CRD to 0.2.0's")
 		Eventually(operatorImages).WithContext(ctx).WithTimeout(wait).Should(ConsistOf(imageB, imageB))
 		Expect(fleetUIDs(ctx)).To(Equal(uids), "an operator upgrade restarts no memcached pod")
+		chartObjectsCurrent(ctx)
 		_, err := kubectl("get", "job", "-n", operatorNamespace, release+"-crd-upgrade")
 		Expect(err).To(HaveOccurred(), "the succeeded hook Job is deleted")
 	})
@@ -341,3 +348,28 @@ spec: {size: 2}
 		Expect(fleetUIDs(ctx)).To(Equal(uids))
 	})
 })
+
+// chartObjectsCurrent checks every object of the release's manifest the way
+// Flux's health check does (kstatus): each must be Current.
+func chartObjectsCurrent(ctx context.Context) {
+	GinkgoHelper()
+	objs, err := chartrender.Decode(mustRun(helm("get", "manifest", release, "-n", operatorNamespace)))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(objs).NotTo(BeEmpty())
+	Eventually(func(g Gomega) {
+		for _, o := range objs {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(o.GroupVersionKind())
+			ns := o.GetNamespace()
+			namespaced, err := k8s.IsObjectNamespaced(o)
+			g.Expect(err).NotTo(HaveOccurred())
+			if namespaced && ns == "" {
+				ns = operatorNamespace
+			}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.GetName()}, live)).To(Succeed(), o.GetKind()+" "+o.GetName())
+			res, err := kstatus.Compute(live)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(kstatus.CurrentStatus), "%s %s: %s", o.GetKind(), o.GetName(), res.Message)
+		}
+	}).WithContext(ctx).WithTimeout(wait).Should(Succeed())
+}
