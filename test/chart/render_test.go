@@ -679,6 +679,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"certManager: {duration: 90d}", "/certManager/duration"},
 		{"replicaCount: -1", "/replicaCount"},
 		{"podDisruptionBudget: {maxUnavailable: lots}", "/podDisruptionBudget/maxUnavailable"},
+		{"crds: {upgrade: 'yes'}", "/crds/upgrade"},
+		{"crds: {timeoutSeconds: 5}", "/crds/timeoutSeconds"},
+		{"crds: {keep: true}", "/crds"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.values, func(t *testing.T) {
