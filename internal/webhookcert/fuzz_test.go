@@ -14,8 +14,8 @@ import (
 // a rotation).
 func FuzzPasses(f *testing.F) {
 	f.Add([]byte{0, 0, 0})
-	f.Add([]byte{40, 40, 40, 40, 40, 40})  // a year of rotations
-	f.Add([]byte{1, 2, 2, 2, 2, 1, 1})     // garbage and races
+	f.Add([]byte{40, 40, 40, 40, 40, 40}) // a year of rotations
+	f.Add([]byte{1, 2, 2, 2, 2, 1, 1})    // garbage and races
 	f.Add([]byte{3, 60, 2, 2, 1, 200, 3}) // names change, long sleeps
 	f.Fuzz(func(t *testing.T, history []byte) {
 		if len(history) > 24 {
