@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +45,11 @@ type Options struct {
 	// ResyncInterval is the longest time between two passes; the Secret and
 	// the configurations are also watched, and a renewal due sooner wakes it.
 	ResyncInterval time.Duration
+	// TrustPropagation is how long a replica keeps serving its certificate
+	// after a certificate from a new CA appears and that CA is published:
+	// the API server reads webhook configurations through an informer, so it
+	// trusts a new caBundle a moment after the write. Default 5s.
+	TrustPropagation time.Duration
 }
 
 // Rotator keeps the Secret and the caBundles right and serves the Secret's
@@ -51,8 +58,13 @@ type Rotator struct {
 	opts   Options
 	client client.WithWatch
 	served atomic.Pointer[tls.Certificate]
-	log    logr.Logger
-	now    func() time.Time
+	// trustedSince is when this replica first saw the CA (by key ID) of a
+	// certificate it is about to serve published; only Start's passes and
+	// tests calling Sync touch it, never at once.
+	trustedSince map[string]time.Time
+	mu           sync.Mutex
+	log          logr.Logger
+	now          func() time.Time
 }
 
 // New returns a Rotator talking to the API server directly: it reads one
@@ -73,11 +85,14 @@ func New(cfg *rest.Config, opts Options) (*Rotator, error) {
 	if opts.ResyncInterval <= 0 {
 		opts.ResyncInterval = time.Hour
 	}
+	if opts.TrustPropagation <= 0 {
+		opts.TrustPropagation = 5 * time.Second
+	}
 	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("webhookcert: %w", err)
 	}
-	return &Rotator{opts: opts, client: c, log: logf.Log.WithName("webhookcert"), now: time.Now}, nil
+	return &Rotator{opts: opts, client: c, log: logf.Log.WithName("webhookcert"), now: time.Now, trustedSince: map[string]time.Time{}}, nil
 }
 
 // NeedLeaderElection is false: every replica serves webhooks, so every
@@ -183,6 +198,8 @@ func (r *Rotator) drain(ctx context.Context, w watch.Interface, poke func()) {
 // webhook trust the Secret's CA, then serve the Secret's certificate. A pass
 // with nothing to change only reads. It returns when the next renewal is due.
 func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := r.now()
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: r.opts.Namespace, Name: r.opts.SecretName}
@@ -201,6 +218,8 @@ func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 		}
 		if d.Action == RenewAll {
 			if err := r.publish(ctx, ParseBundle(data[CACertKey]), now); err != nil {
+				// It may have reached one configuration before failing.
+				r.unpublish(ctx, ParseBundle(data[CACertKey])[0])
 				return time.Time{}, err
 			}
 		}
@@ -211,6 +230,9 @@ func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 			err = r.client.Create(ctx, secret, client.FieldOwner(FieldOwner))
 		}
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			if d.Action == RenewAll {
+				r.unpublish(ctx, ParseBundle(data[CACertKey])[0])
+			}
 			return time.Time{}, errRace
 		}
 		if err != nil {
@@ -222,23 +244,48 @@ func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 	// The Secret is good now; a CA written by something else is published
 	// here before its certificate is served.
 	pubErr := r.publish(ctx, ParseBundle(secret.Data[CACertKey]), now)
-	if err := r.serve(secret.Data); err != nil {
+	next := NextCheck(secret.Data, r.opts.Policy)
+	switchAt, err := r.serve(secret.Data, pubErr == nil, now)
+	if err != nil {
 		return time.Time{}, err
 	}
-	return NextCheck(secret.Data, r.opts.Policy), pubErr
+	if !switchAt.IsZero() && (next.IsZero() || switchAt.Before(next)) {
+		next = switchAt
+	}
+	return next, pubErr
 }
 
-func (r *Rotator) serve(data map[string][]byte) error {
-	if c := r.served.Load(); c != nil && bytes.Equal(c.Certificate[0], firstDER(data[TLSCertKey])) {
-		return nil
+// serve loads the Secret's certificate. One from the CA already served is
+// loaded at once; one from a new CA only TrustPropagation after this replica
+// saw that CA published, so the API server trusts it before it is served.
+// It returns when to try again if it waits.
+func (r *Rotator) serve(data map[string][]byte, published bool, now time.Time) (time.Time, error) {
+	current := r.served.Load()
+	if current != nil && bytes.Equal(current.Certificate[0], firstDER(data[TLSCertKey])) {
+		return time.Time{}, nil
 	}
 	c, err := tls.X509KeyPair(data[TLSCertKey], data[TLSKeyKey])
 	if err != nil {
-		return fmt.Errorf("loading serving certificate: %w", err)
+		return time.Time{}, fmt.Errorf("loading serving certificate: %w", err)
+	}
+	if current != nil && !bytes.Equal(current.Leaf.AuthorityKeyId, c.Leaf.AuthorityKeyId) {
+		ca := string(c.Leaf.AuthorityKeyId)
+		since, seen := r.trustedSince[ca]
+		if !seen {
+			if !published {
+				return time.Time{}, nil
+			}
+			since = now
+			r.trustedSince[ca] = now
+		}
+		if at := since.Add(r.opts.TrustPropagation); now.Before(at) {
+			return at, nil
+		}
 	}
 	r.served.Store(&c)
+	clear(r.trustedSince)
 	r.log.Info("Serving webhook certificate", "notAfter", c.Leaf.NotAfter, "issuer", c.Leaf.Issuer.CommonName)
-	return nil
+	return time.Time{}, nil
 }
 
 func firstDER(certPEM []byte) []byte {
@@ -275,11 +322,40 @@ func (r *Rotator) configs(ctx context.Context) ([]config, error) {
 }
 
 // publish makes every webhook's caBundle Bundle(keep, what both
+// configurations trust now).
+func (r *Rotator) publish(ctx context.Context, keep []*x509.Certificate, now time.Time) error {
+	return r.patchBundles(ctx, func(published []*x509.Certificate) []*x509.Certificate {
+		return Bundle(keep, published, now)
+	})
+}
+
+// unpublish takes back a CA this replica published and then failed to
+// store: its key was never written anywhere, so nothing can serve a
+// certificate it signed. Best effort: a CA left behind only takes room in
+// the bundle until it expires.
+func (r *Rotator) unpublish(ctx context.Context, ca *x509.Certificate) {
+	for range 10 {
+		err := r.patchBundles(ctx, func(published []*x509.Certificate) []*x509.Certificate {
+			var out []*x509.Certificate
+			for _, c := range published {
+				if !c.Equal(ca) && !slices.ContainsFunc(out, c.Equal) {
+					out = append(out, c)
+				}
+			}
+			return out
+		})
+		if !errors.Is(err, errRace) {
+			return
+		}
+	}
+}
+
+// patchBundles sets every webhook's caBundle to bundle(what both
 // configurations trust now). It patches only the caBundles, with a JSON
 // patch that carries the read resourceVersion: a GitOps apply never
 // mentions caBundle, so it neither removes it nor conflicts, and two
 // replicas publishing at once cannot drop each other's CA.
-func (r *Rotator) publish(ctx context.Context, keep []*x509.Certificate, now time.Time) error {
+func (r *Rotator) patchBundles(ctx context.Context, bundle func([]*x509.Certificate) []*x509.Certificate) error {
 	cfgs, err := r.configs(ctx)
 	if err != nil {
 		return err
@@ -290,7 +366,10 @@ func (r *Rotator) publish(ctx context.Context, keep []*x509.Certificate, now tim
 			published = append(published, ParseBundle(b)...)
 		}
 	}
-	want := EncodeBundle(Bundle(keep, published, now))
+	want := EncodeBundle(bundle(published))
+	if len(want) == 0 {
+		return nil
+	}
 	for _, c := range cfgs {
 		ops := []map[string]any{{"op": "replace", "path": "/metadata/resourceVersion", "value": c.obj.GetResourceVersion()}}
 		for i, b := range c.bundles {
