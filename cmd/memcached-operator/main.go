@@ -92,8 +92,8 @@ func main() {
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
 	fs.StringVar(&o.certs.secret, "webhook-cert-secret", "", "Secret holding ca.crt, ca.key, tls.crt and tls.key (operator mode).")
-	fs.StringVar(&o.certs.mutating, "webhook-cert-mutating-configuration", "", "MutatingWebhookConfiguration whose caBundle the operator keeps (operator mode).")
-	fs.StringVar(&o.certs.validating, "webhook-cert-validating-configuration", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (operator mode).")
+	fs.StringVar(&o.certs.mutating, "webhook-cert-mutating-configuration", "", "MutatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
+	fs.StringVar(&o.certs.validating, "webhook-cert-validating-configuration", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
 	fs.StringVar(&o.certs.dnsNames, "webhook-cert-dns-names", "", "Comma-separated DNS names the serving certificate covers (operator mode).")
 	fs.DurationVar(&o.certs.caValidity, "webhook-cert-ca-validity", 10*365*24*time.Hour, "Validity of a new webhook CA (operator mode); renewed when less than a third remains.")
 	fs.DurationVar(&o.certs.servingValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a new serving certificate (operator mode), at most the CA's; renewed when less than a third remains.")
@@ -209,18 +209,25 @@ func run(o options) error {
 		// sends admission requests to a pod that would refuse them.
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
-	if rotator != nil {
+	// Ready only when the API server trusts what is served, so `helm install
+	// --wait` returns with admission working.
+	var trusted healthz.Checker
+	switch {
+	case rotator != nil:
 		if err := mgr.Add(rotator); err != nil {
 			return fmt.Errorf("adding webhook certificate rotator: %w", err)
 		}
-		// Ready only when the API server trusts what is served, so `helm
-		// install --wait` returns with admission working.
+		trusted = rotator.ReadyCheck
+	case o.enableWebhooks && o.certs.mutating != "" && o.certs.validating != "":
+		trusted = webhookcert.FileReadyCheck(mgr.GetAPIReader(), o.webhookCertDir, o.certs.mutating, o.certs.validating)
+	}
+	if trusted != nil {
 		started := ready
 		ready = func(req *http.Request) error {
 			if err := started(req); err != nil {
 				return err
 			}
-			return rotator.ReadyCheck(req)
+			return trusted(req)
 		}
 	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {

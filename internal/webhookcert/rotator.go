@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -432,4 +434,22 @@ func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating str
 		}
 	}
 	return nil
+}
+
+// FileReadyCheck is the same readiness for a certificate that comes from
+// files (cert-manager's Secret mounted in the pod): ready once every webhook
+// of both configurations trusts the tls.crt in certDir, which closes the
+// window where cainjector has not injected the CA yet.
+func FileReadyCheck(c client.Reader, certDir, mutating, validating string) func(*http.Request) error {
+	return func(req *http.Request) error {
+		data, err := os.ReadFile(filepath.Join(certDir, TLSCertKey))
+		if err != nil {
+			return err
+		}
+		certs := ParseBundle(data)
+		if len(certs) == 0 {
+			return fmt.Errorf("no certificate in %s", filepath.Join(certDir, TLSCertKey))
+		}
+		return CheckTrusted(req.Context(), c, mutating, validating, certs[0])
+	}
 }

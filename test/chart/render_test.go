@@ -843,12 +843,20 @@ func TestNoCertManagerValues(t *testing.T) {
 	g.Expect(endpoints[0]).To(HaveKeyWithValue("tlsConfig", HaveKeyWithValue("ca",
 		Equal(map[string]any{"secret": map[string]any{"name": fullname + "-webhook-certs", "key": "ca.crt"}}))))
 
-	// No certificate RBAC in the other modes.
+	// In the other modes: only reading the two configurations, for /readyz.
 	for _, set := range []string{"default", "no-cert-manager-helm"} {
 		other := render(t, valuesSet(t, set))
-		for _, kind := range []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} {
-			g.Expect(other.find(kind, map[bool]string{true: namespace}[strings.HasPrefix(kind, "Role")], fullname+"-webhook-certs")).To(BeNil(), set+" "+kind)
-		}
+		g.Expect(other.find("Role", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
+		g.Expect(other.find("RoleBinding", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
+		g.Expect(get[rbacv1.ClusterRole](t, other, "ClusterRole", "", fullname+"-webhook-certs").Rules).To(ConsistOf(rbacv1.PolicyRule{
+			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+			ResourceNames: []string{fullname}, Verbs: []string{"get"},
+		}), set)
+		g.Expect(get[rbacv1.ClusterRoleBinding](t, other, "ClusterRoleBinding", "", fullname+"-webhook-certs").Subjects).To(
+			ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}), set)
+		g.Expect(operatorContainer(t, other).Args).To(ContainElements(
+			"--webhook-cert-mutating-configuration="+fullname, "--webhook-cert-validating-configuration="+fullname), set)
+		g.Expect(operatorContainer(t, other).Args).NotTo(ContainElement(HavePrefix("--webhook-cert-management")), set)
 	}
 }
 

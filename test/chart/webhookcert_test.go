@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -457,5 +459,47 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		loop.stopAndExpectNoFailure()
 		bundles, _ := trust(ctx, opts)
 		Expect(len(webhookcert.ParseBundle(bundles[0]))).To(BeNumerically("<=", webhookcert.MaxBundleCAs))
+	})
+})
+
+var _ = Describe("Readiness with a certificate from files (cert-manager)", func() {
+	It("waits until both webhook configurations trust the mounted tls.crt, reading them as the chart's ServiceAccount", func(ctx SpecContext) {
+		const rel, ns = "mc-ready", "mc-cluster-system"
+		name := rel + "-memcached-operator"
+		installRBAC(ctx, renderSet(rel, ns, ciValues("default")))
+		_, c := as(ns, name)
+
+		data, err := webhookcert.Renew(nil, webhookcert.Decision{Action: webhookcert.RenewAll}, time.Now(),
+			webhookcert.Policy{DNSNames: []string{"x"}, CAValidity: time.Hour, ServingValidity: time.Hour, RenewFraction: 1.0 / 3}, "ca")
+		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), data[webhookcert.TLSCertKey], 0o600)).To(Succeed())
+		check := webhookcert.FileReadyCheck(c, dir, name, name)
+		probe := func() error { return check(httptest.NewRequest(http.MethodGet, "/readyz", nil)) }
+
+		Expect(probe()).To(HaveOccurred(), "no configurations yet")
+		// A rule that matches nothing real: these webhooks are never called.
+		rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"things"}}}}
+		hookCfg := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://x.invalid/")}
+		none := admissionregistrationv1.SideEffectClassNone
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.example.invalid", ClientConfig: hookCfg, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}}
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.example.invalid", ClientConfig: hookCfg, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}}
+		Expect(k8sClient.Create(ctx, m)).To(Succeed())
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(k8sClient.Delete(ctx, m)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, v)).To(Succeed())
+		})
+		Expect(probe()).To(MatchError(ContainSubstring("does not trust")), "before cainjector injects the CA")
+
+		m.Webhooks[0].ClientConfig.CABundle = data[webhookcert.CACertKey]
+		Expect(k8sClient.Update(ctx, m)).To(Succeed())
+		Expect(probe()).To(MatchError(ContainSubstring("v.example.invalid does not trust")), "one configuration is not enough")
+		v.Webhooks[0].ClientConfig.CABundle = data[webhookcert.CACertKey]
+		Expect(k8sClient.Update(ctx, v)).To(Succeed())
+		Expect(probe()).To(Succeed())
 	})
 })
