@@ -1,6 +1,8 @@
 package webhookcert
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/x509"
 	"testing"
 	"time"
@@ -84,6 +86,16 @@ func TestRenewKeepsThePreviousCA(t *testing.T) {
 	expired, err := Renew(second, Decision{Action: RenewAll}, t0.Add(300*time.Hour), policy, "test-ca")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ParseBundle(expired[CACertKey])).To(HaveLen(1), "an expired previous CA is not carried")
+}
+
+func TestKeysAreP256(t *testing.T) {
+	g := NewWithT(t)
+	data := fresh(t, t0)
+	for _, k := range []string{CACertKey, TLSCertKey} {
+		pub, ok := ParseBundle(data[k])[0].PublicKey.(*ecdsa.PublicKey)
+		g.Expect(ok).To(BeTrue(), k)
+		g.Expect(pub.Curve).To(Equal(elliptic.P256()), k)
+	}
 }
 
 func TestServingNeverOutlivesItsCA(t *testing.T) {
