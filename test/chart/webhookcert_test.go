@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -349,6 +350,17 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		bundlesAfter, secretAfter := trust(ctx, opts)
 		Expect(secretAfter.Data).To(Equal(secretBefore.Data))
 		Expect(bundlesAfter).To(Equal(bundlesBefore))
+	})
+
+	It("puts back a caBundle something strips, woken by the configuration's watch (the resync is an hour)", func(ctx SpecContext) {
+		_, secret := trust(ctx, opts)
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: opts.MutatingWebhookConfiguration}}
+		Expect(k8sClient.Patch(ctx, m, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/webhooks/0/clientConfig/caBundle"}]`)))).To(Succeed())
+		Expect(m.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			bundles, _ := trust(ctx, opts)
+			g.Expect(bundles[0]).To(Equal(secret.Data[webhookcert.CACertKey]))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
 	It("writes nothing in a pass when everything already matches", func(ctx SpecContext) {
