@@ -7,13 +7,16 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -25,6 +28,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/internal/webhookcert"
 	"github.com/example/memcached-operator/webhooks"
 )
 
@@ -48,6 +52,17 @@ type options struct {
 	defaultImage                           string
 	exporterImage                          string
 	memoryTarget                           string
+	certs                                  certOptions
+}
+
+// certOptions are the flags of --webhook-cert-management=operator.
+type certOptions struct {
+	management                  string
+	namespace, secret           string
+	mutating, validating        string
+	dnsNames                    string
+	caValidity, servingValidity time.Duration
+	metricsUseWebhookCert       bool
 }
 
 func main() {
@@ -74,6 +89,15 @@ func main() {
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 64Mi; the chart passes the container's memory request. Empty or 0: none.")
+	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
+	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
+	fs.StringVar(&o.certs.secret, "webhook-cert-secret", "", "Secret holding ca.crt, ca.key, tls.crt and tls.key (operator mode).")
+	fs.StringVar(&o.certs.mutating, "webhook-cert-mutating-configuration", "", "MutatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
+	fs.StringVar(&o.certs.validating, "webhook-cert-validating-configuration", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
+	fs.StringVar(&o.certs.dnsNames, "webhook-cert-dns-names", "", "Comma-separated DNS names the serving certificate covers (operator mode).")
+	fs.DurationVar(&o.certs.caValidity, "webhook-cert-ca-validity", 10*365*24*time.Hour, "Validity of a new webhook CA (operator mode); renewed when less than a third remains.")
+	fs.DurationVar(&o.certs.servingValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a new serving certificate (operator mode), at most the CA's; renewed when less than a third remains.")
+	fs.BoolVar(&o.certs.metricsUseWebhookCert, "metrics-use-webhook-cert", false, "Serve metrics with the operator-managed webhook certificate (operator mode; it must cover the metrics Service's names).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
@@ -113,7 +137,27 @@ func run(o options) error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restCfg := ctrl.GetConfigOrDie()
+	webhookTLSOpts := tlsOpts
+	var rotator *webhookcert.Rotator
+	switch o.certs.management {
+	case "files":
+	case "operator":
+		if rotator, err = newRotator(restCfg, o.certs); err != nil {
+			return err
+		}
+		// Served from memory: no writable folder, and readiness knows which
+		// certificate is served.
+		serveRotator := func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }
+		webhookTLSOpts = append(slices.Clone(tlsOpts), serveRotator)
+		if o.certs.metricsUseWebhookCert {
+			metricsOpts.TLSOpts = webhookTLSOpts
+		}
+	default:
+		return fmt.Errorf("--webhook-cert-management must be files or operator, not %q", o.certs.management)
+	}
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        o.probeAddr,
@@ -125,7 +169,7 @@ func run(o options) error {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
-			TLSOpts: tlsOpts,
+			TLSOpts: webhookTLSOpts,
 		}),
 		Cache: memcached.CacheOptions(splitList(o.watchNamespaces)),
 	})
@@ -165,12 +209,53 @@ func run(o options) error {
 		// sends admission requests to a pod that would refuse them.
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
+	// Ready only when the API server trusts what is served, so `helm install
+	// --wait` returns with admission working.
+	var trusted healthz.Checker
+	switch {
+	case rotator != nil:
+		if err := mgr.Add(rotator); err != nil {
+			return fmt.Errorf("adding webhook certificate rotator: %w", err)
+		}
+		trusted = rotator.ReadyCheck
+	case o.enableWebhooks && o.certs.mutating != "" && o.certs.validating != "":
+		trusted = webhookcert.FileReadyCheck(mgr.GetAPIReader(), o.webhookCertDir, o.certs.mutating, o.certs.validating)
+	}
+	if trusted != nil {
+		started := ready
+		ready = func(req *http.Request) error {
+			if err := started(req); err != nil {
+				return err
+			}
+			return trusted(req)
+		}
+	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 
 	ctrl.Log.Info("Starting manager", "watchNamespaces", o.watchNamespaces, "webhooks", o.enableWebhooks, "maxSize", o.maxSize)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func newRotator(cfg *rest.Config, o certOptions) (*webhookcert.Rotator, error) {
+	r, err := webhookcert.New(cfg, webhookcert.Options{
+		Namespace:                      o.namespace,
+		SecretName:                     o.secret,
+		MutatingWebhookConfiguration:   o.mutating,
+		ValidatingWebhookConfiguration: o.validating,
+		CAName:                         o.secret + "-ca",
+		Policy: webhookcert.Policy{
+			DNSNames:        splitList(o.dnsNames),
+			CAValidity:      o.caValidity,
+			ServingValidity: o.servingValidity,
+			RenewFraction:   1.0 / 3,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-cert-management=operator: %w", err)
+	}
+	return r, nil
 }
 
 func splitList(s string) []string {

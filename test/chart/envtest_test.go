@@ -470,7 +470,7 @@ var _ = Describe("helm install and upgrade without cert-manager", func() {
 		fullname := rel + "-memcached-operator"
 		chrt, err := chartrender.Load()
 		Expect(err).NotTo(HaveOccurred())
-		vals := ciValues("no-cert-manager")
+		vals := ciValues("no-cert-manager-helm")
 		cfg := helmConfig(ns)
 
 		install := action.NewInstall(cfg)

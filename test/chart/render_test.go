@@ -118,7 +118,7 @@ func operatorContainer(t *testing.T, r rendered) corev1.Container {
 	return dep.Spec.Template.Spec.Containers[0]
 }
 
-var allSets = []string{"default", "namespace-scoped", "no-cert-manager", "ha"}
+var allSets = []string{"default", "namespace-scoped", "no-cert-manager", "no-cert-manager-helm", "ha"}
 
 // TestEveryValuesSet holds what every mode must render the same way.
 func TestEveryValuesSet(t *testing.T) {
@@ -160,15 +160,18 @@ func TestEveryValuesSet(t *testing.T) {
 			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 			g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 			g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+			certArgs := []string{"--metrics-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs"}
+			if set == "no-cert-manager" {
+				certArgs = []string{"--metrics-use-webhook-cert=true", "--webhook-cert-management=operator"}
+			}
+			g.Expect(c.Args).To(ContainElements(certArgs))
 			g.Expect(c.Args).To(ContainElements(
 				"--metrics-bind-address=:8443",
-				"--metrics-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--health-probe-bind-address=:8081",
 				"--leader-elect=true",
 				"--leader-election-namespace="+namespace,
 				"--max-concurrent-reconciles=4",
 				"--webhook-port=9443",
-				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--max-size=100",
 				"--default-image=memcached:1.6",
 				"--exporter-image="+c.Image,
@@ -177,11 +180,17 @@ func TestEveryValuesSet(t *testing.T) {
 				"--zap-encoder=json",
 			))
 
-			// The webhook certificate's Secret is where --webhook-cert-dir reads it.
-			g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{
-				Name: "webhook-certs", MountPath: "/tmp/k8s-webhook-server/serving-certs", ReadOnly: true,
-			}))
-			g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", fullname+"-webhook-tls")))
+			if set == "no-cert-manager" {
+				// The operator serves its certificate from memory: nothing mounted.
+				g.Expect(c.VolumeMounts).To(BeEmpty())
+				g.Expect(pod.Volumes).To(BeEmpty())
+			} else {
+				// The webhook certificate's Secret is where --webhook-cert-dir reads it.
+				g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{
+					Name: "webhook-certs", MountPath: "/tmp/k8s-webhook-server/serving-certs", ReadOnly: true,
+				}))
+				g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", fullname+"-webhook-tls")))
+			}
 
 			checkWebhooks(t, r)
 			checkLeaderElectionAndMetricsRBAC(t, r)
@@ -392,9 +401,9 @@ func TestNamespaceScopedValues(t *testing.T) {
 	g.Expect(r.find("Role", "team-a", fullname+"-test")).NotTo(BeNil(), "helm test runs in the first watched namespace")
 }
 
-func TestNoCertManagerValues(t *testing.T) {
+func TestNoCertManagerHelmValues(t *testing.T) {
 	g := NewWithT(t)
-	r := render(t, valuesSet(t, "no-cert-manager"))
+	r := render(t, valuesSet(t, "no-cert-manager-helm"))
 
 	for _, kind := range []string{"Issuer", "Certificate"} {
 		g.Expect(r.kinds()).NotTo(HaveKey(kind))
@@ -677,6 +686,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"watchNamespaces: team-a", "/watchNamespaces"},
 		{"certManager: {issuerRef: {name: x, kind: Secret}}", "/certManager/issuerRef/kind"},
 		{"certManager: {duration: 90d}", "/certManager/duration"},
+		{"selfSignedCerts: {managedBy: cert-manager}", "/selfSignedCerts/managedBy"},
 		{"replicaCount: -1", "/replicaCount"},
 		{"podDisruptionBudget: {maxUnavailable: lots}", "/podDisruptionBudget/maxUnavailable"},
 		{"crds: {upgrade: 'yes'}", "/crds/upgrade"},
@@ -697,6 +707,7 @@ func TestImpossibleCombinations(t *testing.T) {
 	cases := []struct{ values, want string }{
 		{"replicaCount: 2\noperator: {leaderElection: {enabled: false}}", "replicaCount > 1 needs operator.leaderElection.enabled=true"},
 		{"certManager: {enabled: false, issuerRef: {name: corp-ca}}", "certManager.issuerRef is set but certManager.enabled=false"},
+		{"certManager: {enabled: false}\nselfSignedCerts: {validityDays: 30, servingValidityDays: 31}", "selfSignedCerts.servingValidityDays must be at most selfSignedCerts.validityDays"},
 		{"test: {namespace: kube-system}", `test.namespace "kube-system" is excluded from the webhooks`},
 		{"test: {namespace: " + namespace + "}", `test.namespace "` + namespace + `" is excluded from the webhooks`},
 		{"watchNamespaces: [team-a]\ntest: {namespace: team-b}", `test.namespace "team-b" is not in watchNamespaces`},
@@ -765,4 +776,105 @@ func TestValuesDocumented(t *testing.T) {
 	if len(undocumented) > 0 {
 		t.Errorf("values without a `# --` comment: %q", undocumented)
 	}
+}
+
+func TestNoCertManagerValues(t *testing.T) {
+	g := NewWithT(t)
+	r := render(t, valuesSet(t, "no-cert-manager"))
+	for _, kind := range []string{"Issuer", "Certificate"} {
+		g.Expect(r.kinds()).NotTo(HaveKey(kind))
+	}
+	g.Expect(r.find("Secret", namespace, fullname+"-webhook-tls")).To(BeNil())
+
+	// An empty Secret the operator fills, owned by the release.
+	secret := get[corev1.Secret](t, r, "Secret", namespace, fullname+"-webhook-certs")
+	g.Expect(secret.Type).To(Equal(corev1.SecretTypeOpaque))
+	g.Expect(secret.Data).To(BeEmpty())
+	g.Expect(secret.StringData).To(BeEmpty())
+
+	// No caBundle: the operator's, and an apply of the chart never touches it.
+	mwc := get[admissionregistrationv1.MutatingWebhookConfiguration](t, r, "MutatingWebhookConfiguration", "", fullname)
+	vwc := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration", "", fullname)
+	g.Expect(mwc.Annotations).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
+	g.Expect(mwc.Webhooks[0].ClientConfig.CABundle).To(BeNil())
+	for _, h := range vwc.Webhooks {
+		g.Expect(h.ClientConfig.CABundle).To(BeNil())
+	}
+
+	// The operator told where everything is.
+	svc := fullname + "-webhook"
+	metricsSvc := fullname + "-metrics"
+	g.Expect(operatorContainer(t, r).Args).To(ContainElements(
+		"--webhook-cert-management=operator",
+		"--webhook-cert-namespace="+namespace,
+		"--webhook-cert-secret="+fullname+"-webhook-certs",
+		"--webhook-cert-mutating-configuration="+fullname,
+		"--webhook-cert-validating-configuration="+fullname,
+		"--webhook-cert-dns-names="+strings.Join([]string{
+			svc, svc + "." + namespace, svc + "." + namespace + ".svc", svc + "." + namespace + ".svc.cluster.local",
+			metricsSvc, metricsSvc + "." + namespace, metricsSvc + "." + namespace + ".svc", metricsSvc + "." + namespace + ".svc.cluster.local",
+		}, ","),
+		"--webhook-cert-ca-validity=87600h",
+		"--webhook-cert-validity=8760h",
+		"--metrics-use-webhook-cert=true",
+	))
+
+	// RBAC for that one Secret and those two configurations only.
+	role := get[rbacv1.Role](t, r, "Role", namespace, fullname+"-webhook-certs")
+	g.Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{fullname + "-webhook-certs"},
+		Verbs: []string{"get", "update", "watch"},
+	}))
+	cr := get[rbacv1.ClusterRole](t, r, "ClusterRole", "", fullname+"-webhook-certs")
+	g.Expect(cr.Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+		ResourceNames: []string{fullname}, Verbs: []string{"get", "patch", "watch"},
+	}))
+	rb := get[rbacv1.RoleBinding](t, r, "RoleBinding", namespace, fullname+"-webhook-certs")
+	g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: fullname + "-webhook-certs"}))
+	g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+	crb := get[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", fullname+"-webhook-certs")
+	g.Expect(crb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname + "-webhook-certs"}))
+	g.Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}))
+
+	// Scrapers verify metrics against the operator's CA.
+	withSM := valuesSet(t, "no-cert-manager")
+	withSM["metrics"] = map[string]any{"serviceMonitor": map[string]any{"enabled": true}}
+	sm := render(t, withSM).find("ServiceMonitor", namespace, fullname)
+	g.Expect(sm).NotTo(BeNil())
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	g.Expect(endpoints[0]).To(HaveKeyWithValue("tlsConfig", HaveKeyWithValue("ca",
+		Equal(map[string]any{"secret": map[string]any{"name": fullname + "-webhook-certs", "key": "ca.crt"}}))))
+
+	// In the other modes: only reading the two configurations, for /readyz.
+	for _, set := range []string{"default", "no-cert-manager-helm"} {
+		other := render(t, valuesSet(t, set))
+		g.Expect(other.find("Role", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
+		g.Expect(other.find("RoleBinding", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
+		g.Expect(get[rbacv1.ClusterRole](t, other, "ClusterRole", "", fullname+"-webhook-certs").Rules).To(ConsistOf(rbacv1.PolicyRule{
+			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+			ResourceNames: []string{fullname}, Verbs: []string{"get"},
+		}), set)
+		g.Expect(get[rbacv1.ClusterRoleBinding](t, other, "ClusterRoleBinding", "", fullname+"-webhook-certs").Subjects).To(
+			ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}), set)
+		g.Expect(operatorContainer(t, other).Args).To(ContainElements(
+			"--webhook-cert-mutating-configuration="+fullname, "--webhook-cert-validating-configuration="+fullname), set)
+		g.Expect(operatorContainer(t, other).Args).NotTo(ContainElement(HavePrefix("--webhook-cert-management")), set)
+	}
+}
+
+// TestRendersAreStable is issue 13: GitOps tools render with `helm template`
+// at every sync, where lookup finds nothing. With the operator keeping the
+// certificate, two renders are the same bytes; with the chart generating it,
+// every render is a new CA (which is why that mode is not for GitOps).
+func TestRendersAreStable(t *testing.T) {
+	g := NewWithT(t)
+	manifest := func(set string) string {
+		rel, err := chartrender.Release(release, namespace, valuesSet(t, set))
+		g.Expect(err).NotTo(HaveOccurred())
+		return rel.Manifest
+	}
+	g.Expect(manifest("no-cert-manager")).To(Equal(manifest("no-cert-manager")))
+	g.Expect(manifest("default")).To(Equal(manifest("default")))
+	g.Expect(manifest("no-cert-manager-helm")).NotTo(Equal(manifest("no-cert-manager-helm")), "helm mode mints a CA at every offline render")
 }

@@ -112,7 +112,22 @@ configurations.
 {{- end -}}
 
 {{- define "memcached-operator.webhookSecretName" -}}
+{{- if include "memcached-operator.operatorCerts" . -}}
+{{- /* Another name than the kubernetes.io/tls Secret of the other modes: a Secret's type is immutable, so switching modes with `helm upgrade` replaces it. */ -}}
+{{- printf "%s-webhook-certs" (include "memcached-operator.fullname" .) -}}
+{{- else -}}
 {{- printf "%s-webhook-tls" (include "memcached-operator.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+operatorCerts is "true" when the operator keeps the webhook CA, serving
+certificate and caBundles itself (cert-manager off, selfSignedCerts.managedBy
+operator): the chart then renders no certificate data, so every `helm
+template` render is the same.
+*/}}
+{{- define "memcached-operator.operatorCerts" -}}
+{{- if and (not .Values.certManager.enabled) (eq .Values.selfSignedCerts.managedBy "operator") -}}true{{- end -}}
 {{- end -}}
 
 {{- define "memcached-operator.webhookCertificateName" -}}
@@ -195,7 +210,7 @@ clientConfig:
     namespace: {{ $root.Release.Namespace }}
     path: {{ .path }}
     port: {{ $root.Values.webhook.service.port }}
-  {{- if not $root.Values.certManager.enabled }}
+  {{- if and (not $root.Values.certManager.enabled) (not (include "memcached-operator.operatorCerts" $root)) }}
   caBundle: {{ (include "memcached-operator.generatedCerts" $root | fromJson).ca | b64enc }}
   {{- end }}
 {{- end -}}
@@ -271,6 +286,9 @@ the message.
 {{- define "memcached-operator.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.operator.leaderElection.enabled) -}}
 {{- fail "replicaCount > 1 needs operator.leaderElection.enabled=true: replicas without leader election reconcile the same Memcacheds at once and fight over them" -}}
+{{- end -}}
+{{- if and (include "memcached-operator.operatorCerts" .) (gt (int .Values.selfSignedCerts.servingValidityDays) (int .Values.selfSignedCerts.validityDays)) -}}
+{{- fail "selfSignedCerts.servingValidityDays must be at most selfSignedCerts.validityDays: a serving certificate never outlives its CA" -}}
 {{- end -}}
 {{- if and .Values.certManager.issuerRef.name (not .Values.certManager.enabled) -}}
 {{- fail "certManager.issuerRef is set but certManager.enabled=false: enable cert-manager or drop the issuerRef" -}}
