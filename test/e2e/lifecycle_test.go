@@ -355,18 +355,25 @@ func chartObjectsCurrent(ctx context.Context) {
 	GinkgoHelper()
 	objs, err := chartrender.Decode(mustRun(helm("get", "manifest", release, "-n", operatorNamespace)))
 	Expect(err).NotTo(HaveOccurred())
+	objectsCurrent(ctx, objs, operatorNamespace)
+}
+
+// objectsCurrent waits until every one of objs is Current by kstatus;
+// namespaced objects without a namespace are looked for in ns.
+func objectsCurrent(ctx context.Context, objs []*unstructured.Unstructured, ns string) {
+	GinkgoHelper()
 	Expect(objs).NotTo(BeEmpty())
 	Eventually(func(g Gomega) {
 		for _, o := range objs {
 			live := &unstructured.Unstructured{}
 			live.SetGroupVersionKind(o.GroupVersionKind())
-			ns := o.GetNamespace()
+			key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 			namespaced, err := k8s.IsObjectNamespaced(o)
 			g.Expect(err).NotTo(HaveOccurred())
-			if namespaced && ns == "" {
-				ns = operatorNamespace
+			if namespaced && key.Namespace == "" {
+				key.Namespace = ns
 			}
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.GetName()}, live)).To(Succeed(), o.GetKind()+" "+o.GetName())
+			g.Expect(k8s.Get(ctx, key, live)).To(Succeed(), o.GetKind()+" "+o.GetName())
 			res, err := kstatus.Compute(live)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Status).To(Equal(kstatus.CurrentStatus), "%s %s: %s", o.GetKind(), o.GetName(), res.Message)
