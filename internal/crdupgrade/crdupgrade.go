@@ -144,7 +144,7 @@ func Upgrade(ctx context.Context, c client.Client, next *apiextv1.CustomResource
 			return fmt.Errorf("reading CRD %s: %w", next.Name, err)
 		}
 		if lost := Dropped(live, next); len(lost) > 0 {
-			return fmt.Errorf("%w: %s", ErrWouldDrop, strings.Join(lost, ", "))
+			return fmt.Errorf("%w: %s", ErrWouldDrop, strings.Join(roots(lost), ", "))
 		}
 		updated := live.DeepCopy()
 		updated.Spec = next.Spec
@@ -166,6 +166,19 @@ func Upgrade(ctx context.Context, c client.Client, next *apiextv1.CustomResource
 		return nil
 	})
 	return outcome, err
+}
+
+// roots keeps, of sorted dropped paths, those whose parent is not dropped
+// too: a removed object is named once, not with each field under it.
+func roots(lost []string) []string {
+	var out []string
+	for _, p := range lost {
+		if n := len(out); n > 0 && strings.HasPrefix(p, out[n-1]+".") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func merged(live, next map[string]string) map[string]string {

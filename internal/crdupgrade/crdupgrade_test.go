@@ -225,3 +225,9 @@ func TestPathsWalksListsAndMaps(t *testing.T) {
 	}})
 	g.Expect(crdupgrade.Paths(&crd.Spec.Versions[0])).To(Equal([]string{"l", "l.[].x", "m", "m.{}.x"}))
 }
+
+func TestRootsNameARemovedObjectOnce(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(crdupgrade.Roots([]string{"v1: a", "v1: a.b", "v1: a.b.[].c", "v1: ab", "v1: c.d", "version v2 (served)"})).
+		To(Equal([]string{"v1: a", "v1: ab", "v1: c.d", "version v2 (served)"}))
+}

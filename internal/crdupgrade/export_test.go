@@ -1,0 +1,4 @@
+package crdupgrade
+
+// Roots is roots, for the tests.
+var Roots = roots
