@@ -105,6 +105,15 @@ func probeArgs(ctx context.Context, ns, name string, args ...string) string {
 // spec ends.
 func startProbe(ctx context.Context, ns, name string, shape func(*corev1.PodSpec), args ...string) *corev1.Pod {
 	GinkgoHelper()
+	pod := probePod(ns, name, shape, args...)
+	Expect(k8s.Create(ctx, pod)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(context.Background(), pod) })
+	return pod
+}
+
+// probePod is the pod startProbe creates; a suite whose load outlives one
+// spec creates it itself and deletes it with its namespace.
+func probePod(ns, name string, shape func(*corev1.PodSpec), args ...string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -120,8 +129,6 @@ func startProbe(ctx context.Context, ns, name string, shape func(*corev1.PodSpec
 	if shape != nil {
 		shape(&pod.Spec)
 	}
-	Expect(k8s.Create(ctx, pod)).To(Succeed())
-	DeferCleanup(func() { _ = k8s.Delete(context.Background(), pod) })
 	return pod
 }
 

@@ -256,8 +256,11 @@ spec: {size: 2}
 		for _, name := range fleets {
 			// 20 set/get pairs a second per fleet for as long as the
 			// suite's upgrades take; checked at the end.
-			loads = append(loads, startProbe(ctx, lifecycleNamespace, "load-"+name, nil,
-				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "240s"))
+			// The load outlives this spec: it goes with the namespace.
+			load := probePod(lifecycleNamespace, "load-"+name, nil,
+				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "240s")
+			Expect(k8s.Create(ctx, load)).To(Succeed())
+			loads = append(loads, load)
 		}
 		for _, l := range loads {
 			probeRunning(ctx, l)
