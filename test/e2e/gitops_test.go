@@ -29,7 +29,7 @@ const (
 	gitopsApps = "e2e-gitops-apps"
 )
 
-var _ = Describe("the chart rendered by helm template and applied server-side (GitOps), without cert-manager", Ordered, Label("lifecycle", "gitops"), func() {
+var _ = Describe("the chart rendered by helm template and applied server-side (GitOps), without cert-manager", Ordered, Label("gitops"), func() {
 	ctx := context.Background()
 	var manifest string
 

@@ -254,11 +254,11 @@ spec: {size: 2}
 		uids = fleetUIDs(ctx)
 		Expect(uids).To(HaveLen(2 * lifecycleFleets))
 		for _, name := range fleets {
-			// 20 set/get pairs a second per fleet for as long as the
-			// suite's upgrades take; checked at the end.
+			// 20 set/get pairs a second per fleet, for longer than the
+			// upgrade, rollback and refused downgrade take (95 s measured); checked at the end.
 			// The load outlives this spec: it goes with the namespace.
 			load := probePod(lifecycleNamespace, "load-"+name, nil,
-				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "240s")
+				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "180s")
 			Expect(k8s.Create(ctx, load)).To(Succeed())
 			loads = append(loads, load)
 		}
@@ -327,6 +327,10 @@ spec: {size: 2}
 		Expect(mustRun(kubectl("get", "crd", crdName, "-o", "jsonpath={.metadata.resourceVersion}"))).To(Equal(crdBefore))
 		Expect(operatorImages(ctx, Default)).To(Equal(podsBefore))
 		Expect(fleetUIDs(ctx)).To(Equal(uids))
+		for _, l := range loads {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(l), l)).To(Succeed())
+			Expect(l.Status.Phase).To(Equal(corev1.PodRunning), "the clients ran through every step so far")
+		}
 	})
 
 	It("kept every fleet Available and every client served throughout", func() {
