@@ -365,8 +365,12 @@ YAML
       -user "$REGISTRY_USER" -password-file "$PKI/registry.password") || return 1
     printf '%s=%s\n' "$1" "$ref"
   }
+  # The archives images.sh listed (the same files every node imports).
+  mc_archive=""
+  for a in $IMAGE_ARCHIVES; do [[ ${a##*/} == memcached-*.tar ]] && mc_archive=$a; done
+  [[ -n $mc_archive ]] || die "images.env lists no memcached archive: run 'make images'"
   (
-    push REGISTRY_MEMCACHED_IMAGE "$("$TOOL" image-memcached)" testbed/memcached "${MEMCACHED_IMAGE##*:}"
+    push REGISTRY_MEMCACHED_IMAGE "$mc_archive" testbed/memcached "${MEMCACHED_IMAGE##*:}"
     if [[ -n $OPERATOR_IMAGE ]]; then
       push REGISTRY_OPERATOR_IMAGE "$TB_DIR/images/operator.tar" testbed/memcached-operator "${OPERATOR_IMAGE##*:}"
     fi
