@@ -157,7 +157,7 @@ var _ = Describe("OCI distribution: the chart and the images from a registry wit
 		Expect(message).To(ContainSubstring(host + "/" + opRepo + "@" + opDigest))
 
 		By("the registry logged the node's request for the manifest, refused with 401")
-		Eventually(func() string { return registryLog(since) }).WithTimeout(30*time.Second).Should(
+		Eventually(func() string { return registryLog(since) }).WithTimeout(30 * time.Second).Should(
 			MatchRegexp(`(?m)^%s - \S+ \[[^]]+\] "(HEAD|GET) /v2/%s/manifests/%s HTTP/[0-9.]+" 401 `,
 				regexp.QuoteMeta(pod.Status.HostIP), regexp.QuoteMeta(opRepo), regexp.QuoteMeta(opDigest)))
 	})

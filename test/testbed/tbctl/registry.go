@@ -261,7 +261,7 @@ func untar(archive, dir string) error {
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(dir, filepath.Clean("/" + h.Name))
+		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(p, 0o755); err != nil {
