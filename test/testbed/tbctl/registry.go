@@ -78,74 +78,86 @@ func runPush(args []string) error {
 	if *archive == "" || *ref == "" || *caFile == "" {
 		return errors.New("-archive, -ref and -ca are required")
 	}
-	tag, err := name.NewTag(*ref, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("-ref %q: %w", *ref, err)
-	}
-	in, err := os.MkdirTemp("", "tbctl-push-in-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(in) }()
-	img, err := archiveImage(*archive, in)
-	if err != nil {
-		return err
-	}
-	img, err = distinct(img, *archive)
-	if err != nil {
-		return err
-	}
-	// The distinct image goes into an OCI layout of its own, from which
-	// oras-go copies it to the registry (blobs first, then the manifest).
-	dir, err := os.MkdirTemp("", "tbctl-push-out-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	lp, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return err
-	}
-	if err := lp.AppendImage(img); err != nil {
-		return err
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	src, err := oci.New(dir)
-	if err != nil {
-		return err
-	}
-	repo, err := remote.NewRepository(tag.Context().Name())
-	if err != nil {
-		return err
-	}
-	tr, err := tlsTransport(*caFile)
-	if err != nil {
-		return err
-	}
-	client := &auth.Client{Client: &http.Client{Transport: tr}, Cache: auth.NewCache()}
+	password := ""
 	if *user != "" {
 		pw, err := os.ReadFile(*passwordFile)
 		if err != nil {
 			return err
 		}
-		client.Credential = auth.StaticCredential(tag.RegistryStr(),
-			auth.Credential{Username: *user, Password: strings.TrimSpace(string(pw))})
+		password = strings.TrimSpace(string(pw))
+	}
+	pushed, err := push(*archive, *ref, *caFile, *user, password)
+	if err != nil {
+		return err
+	}
+	fmt.Println(pushed)
+	return nil
+}
+
+// push is runPush without the flags: it returns HOST/REPO@DIGEST.
+func push(archive, ref, caFile, user, password string) (string, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return "", fmt.Errorf("-ref %q: %w", ref, err)
+	}
+	in, err := os.MkdirTemp("", "tbctl-push-in-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(in) }()
+	img, err := archiveImage(archive, in)
+	if err != nil {
+		return "", err
+	}
+	img, err = distinct(img, archive)
+	if err != nil {
+		return "", err
+	}
+	// The distinct image goes into an OCI layout of its own, from which
+	// oras-go copies it to the registry (blobs first, then the manifest).
+	dir, err := os.MkdirTemp("", "tbctl-push-out-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	if err := lp.AppendImage(img); err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	src, err := oci.New(dir)
+	if err != nil {
+		return "", err
+	}
+	repo, err := remote.NewRepository(tag.Context().Name())
+	if err != nil {
+		return "", err
+	}
+	tr, err := tlsTransport(caFile)
+	if err != nil {
+		return "", err
+	}
+	client := &auth.Client{Client: &http.Client{Transport: tr}, Cache: auth.NewCache()}
+	if user != "" {
+		client.Credential = auth.StaticCredential(tag.RegistryStr(), auth.Credential{Username: user, Password: password})
 	}
 	repo.Client = client
 	start := time.Now()
 	if _, err := oras.Copy(context.Background(), src, d.String(), repo, tag.TagStr(), oras.DefaultCopyOptions); err != nil {
-		return fmt.Errorf("pushing %s: %w", tag, err)
+		return "", fmt.Errorf("pushing %s: %w", tag, err)
 	}
 	size, err := pushedSize(img)
 	if err != nil {
-		return err
+		return "", err
 	}
 	fmt.Fprintf(os.Stderr, "pushed %s (%s, %d bytes of blobs) in %v\n", tag, d, size, time.Since(start).Round(time.Millisecond))
-	fmt.Printf("%s@%s\n", tag.Context().Name(), d)
-	return nil
+	return tag.Context().Name() + "@" + d.String(), nil
 }
 
 // archiveImage reads the only image of an OCI image archive, extracted into
