@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,9 +94,17 @@ var _ = Describe("OCI distribution: the chart and the images from a registry wit
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 		mustRun(kubectl("delete", "namespace", operatorNamespace, ns, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(ns)))
+		// A docker-registry Secret, given on stdin (the suite logs command lines).
+		auth := base64.StdEncoding.EncodeToString([]byte(reg["REGISTRY_USER"] + ":" + reg["REGISTRY_PASSWORD"]))
+		dockerConfig, err := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"auth": auth}}})
+		Expect(err).NotTo(HaveOccurred())
 		for _, n := range []string{operatorNamespace, ns} {
-			mustRun(kubectl("create", "secret", "docker-registry", pullSecret, "-n", n, "--docker-server="+host,
-				"--docker-username="+reg["REGISTRY_USER"], "--docker-password="+reg["REGISTRY_PASSWORD"]))
+			mustRun(kubectlApply(fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: %s, namespace: %s}
+type: kubernetes.io/dockerconfigjson
+data: {.dockerconfigjson: %s}
+`, pullSecret, n, base64.StdEncoding.EncodeToString(dockerConfig))))
 		}
 	})
 	AfterEach(func() { dumpOnFailure(ns) })
@@ -178,11 +188,11 @@ var _ = Describe("OCI distribution: the chart and the images from a registry wit
 		Expect(pod.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: pullSecret}))
 		Expect(pod.Status.ContainerStatuses[0].ImageID).To(Equal(host + "/" + opRepo + "@" + opDigest))
 
-		By("the registry served the manifest and the layers to the pod's node")
-		pulled := fmt.Sprintf(`(?m)^%s - \S+ \[[^]]+\] "GET /v2/%s/%%s/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 .*containerd`,
+		By("the registry served the manifest and the layer (a blob of 100 kB or more; the config is < 1 kB) to the pod's node")
+		pulled := fmt.Sprintf(`(?m)^%s - \S+ \[[^]]+\] "GET /v2/%s/%%s/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 %%s .*containerd`,
 			regexp.QuoteMeta(pod.Status.HostIP), regexp.QuoteMeta(opRepo))
 		Eventually(func() string { return registryLog(since) }).WithTimeout(30 * time.Second).Should(And(
-			MatchRegexp(fmt.Sprintf(pulled, "manifests")), MatchRegexp(fmt.Sprintf(pulled, "blobs"))))
+			MatchRegexp(fmt.Sprintf(pulled, "manifests", `\d+`)), MatchRegexp(fmt.Sprintf(pulled, "blobs", `\d{6,}`))))
 
 		By("helm test: its pod runs the check from the same registry image, with the same pull Secret")
 		mustRun(helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "5m"))
@@ -220,18 +230,26 @@ spec:
 				g.Expect(ids).To(ContainElements(mcImage, host+"/"+opRepo+"@"+opDigest), p.Name)
 			}
 		}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
-		Expect(registryLog(since)).To(MatchRegexp(`(?m) "GET /v2/%s/manifests/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 `, regexp.QuoteMeta(mcRepo)))
+		Expect(registryLog(since)).To(And(
+			MatchRegexp(`(?m) "GET /v2/%s/manifests/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 `, regexp.QuoteMeta(mcRepo)),
+			MatchRegexp(`(?m) "GET /v2/%s/blobs/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 \d{6,} `, regexp.QuoteMeta(mcRepo))))
 	})
 
 	It("uninstalls cleanly", func() {
 		mustRun(kubectl("delete", "memcached", fleet, "-n", ns, "--wait", "--timeout=2m"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--wait"))
 		Expect(mustRun(helm("list", "-n", operatorNamespace, "-q"))).To(BeEmpty())
-		Eventually(func(g Gomega) {
+		Eventually(func(g Gomega) []string {
 			pods := &corev1.PodList{}
 			g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace))).To(Succeed())
-			g.Expect(pods.Items).To(BeEmpty())
-		}).WithTimeout(wait).Should(Succeed())
+			var left []string
+			for _, p := range pods.Items {
+				left = append(left, p.Name)
+			}
+			return left
+		}).WithTimeout(wait).Should(ConsistOf(release+"-test-check"),
+			"only helm test's pod is left: Helm keeps test hooks (hook-delete-policy before-hook-creation) after uninstall")
+		mustRun(kubectl("delete", "pod", release+"-test-check", "-n", operatorNamespace, "--wait"))
 	})
 })
 

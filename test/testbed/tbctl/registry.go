@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -61,12 +62,15 @@ func runHtpasswd(args []string) error {
 // a registry that uses TLS and basic auth, and prints the pushed reference
 // with its digest (HOST/REPO@sha256:...).
 //
-// The pushed image is made distinct from the archive: its layers are
-// compressed anew (gzip at the default level, not tbctl image's BestSpeed) and its config carries
-// originLabel. The testbed imports the archives into every node, and
-// containerd shares content by digest: an identical image would be "pulled"
-// from the node's own content store, and the pod's imageID could name the
-// imported image. A distinct one has to come from the registry, blob by blob.
+// The pushed image is made distinct from the archive: every layer gets one
+// more file (originMarker) and the config carries originLabel. The testbed
+// imports the archives into every node, and containerd skips what it has: a
+// blob whose digest is in its content store, and a layer whose unpacked
+// snapshot (found by the layers' uncompressed digests, the diffIDs) exists.
+// Even layers only compressed anew were never fetched: their diffIDs matched
+// the imported image's. With other contents, the pull fetches the manifest,
+// the config and every layer from the registry, and the pod's imageID names
+// the pushed digest.
 func runPush(args []string) error {
 	fset := flag.NewFlagSet("push", flag.ExitOnError)
 	archive := fset.String("archive", "", "OCI image archive (one image)")
@@ -184,7 +188,8 @@ func archiveImage(archive, dir string) (v1.Image, error) {
 	return idx.Image(m.Manifests[0].Digest)
 }
 
-// distinct is img with its layers compressed anew and originLabel set.
+// distinct is img with originMarker added to every layer and originLabel
+// set: other layer contents (diffIDs), so other layers, config and manifest.
 func distinct(img v1.Image, origin string) (v1.Image, error) {
 	layers, err := img.Layers()
 	if err != nil {
@@ -194,36 +199,75 @@ func distinct(img v1.Image, origin string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	cf = cf.DeepCopy()
+	cf.RootFS.DiffIDs = nil
 	out := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	out = mutate.ConfigMediaType(out, types.OCIConfigJSON)
 	for _, l := range layers {
-		// tbctl image compresses at go-containerregistry's default, BestSpeed.
-		nl, err := tarball.LayerFromOpener(l.Uncompressed,
+		data, err := withMarker(l)
+		if err != nil {
+			return nil, err
+		}
+		nl, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
 			tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			return nil, err
 		}
-		was, err := l.Digest()
-		if err != nil {
-			return nil, err
-		}
-		now, err := nl.Digest()
-		if err != nil {
-			return nil, err
-		}
-		if was == now {
-			return nil, fmt.Errorf("layer %s: compressed anew to the same digest", was)
-		}
 		if out, err = mutate.AppendLayers(out, nl); err != nil {
 			return nil, err
 		}
+		id, err := nl.DiffID()
+		if err != nil {
+			return nil, err
+		}
+		cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, id)
 	}
-	cf = cf.DeepCopy()
 	if cf.Config.Labels == nil {
 		cf.Config.Labels = map[string]string{}
 	}
 	cf.Config.Labels[originLabel] = "registry:" + filepath.Base(origin)
 	return mutate.ConfigFile(out, cf)
+}
+
+// originMarker is the file distinct adds to every layer (at the end, so it
+// takes nothing over from the layer's own files).
+const originMarker = ".testbed-registry"
+
+// withMarker is the uncompressed tar of l with originMarker appended.
+func withMarker(l v1.Layer) ([]byte, error) {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	body := []byte("pushed to the testbed registry by tbctl push\n")
+	if err := tw.WriteHeader(&tar.Header{Name: originMarker, Typeflag: tar.TypeReg, Mode: 0o644,
+		Size: int64(len(body)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(body); err != nil {
+		return nil, err
+	}
+	err = tw.Close()
+	return buf.Bytes(), err
 }
 
 // pushedSize is the size of the image's manifest, config and layers.
