@@ -209,7 +209,7 @@ func distinct(img v1.Image, origin string) (v1.Image, error) {
 			return nil, err
 		}
 		nl, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-			tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithMediaType(types.OCILayer))
+			tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			return nil, err
 		}
