@@ -562,6 +562,7 @@ if [[ $WITH_REGISTRY == 1 ]]; then
     echo "# Pushed by tbctl push: distinct from the archives imported into the nodes."
     cat "$TB_DIR/registry-pushed.tmp"
   } >"$TB_DIR/registry.env"
+  chmod 600 "$TB_DIR/registry.env"   # it holds the password
   rm -f "$TB_DIR/registry-pushed.tmp"
   cat >"$BIN/helm-netns" <<SH
 #!/bin/sh
