@@ -87,8 +87,8 @@ E2E_FLAGS ?=
 # E2E_NODES: the nodes of the cluster test-e2e starts; the availability
 # suite (drain, node loss, spread over zones) needs 3.
 E2E_NODES ?= 3
-test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement, smoke, operator, monitoring, availability and network-policy suites, cluster down (KEEP_CLUSTER=1 keeps it).
-	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NETPOL=1 NODES=$(E2E_NODES)
+test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement and an OCI registry, smoke, operator, monitoring, availability, network-policy and OCI suites, cluster down (KEEP_CLUSTER=1 keeps it).
+	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
 	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory e2e E2E_HELM=helm4 E2E_FLAGS=-ginkgo.label-filter=lifecycle || rc=$$?; fi; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; exit $$rc

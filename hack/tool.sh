@@ -13,6 +13,8 @@
 #        promtool (rule checks and rule unit tests of the chart's PrometheusRule)
 #        kube-network-policies (the testbed's NetworkPolicy enforcer, NETPOL=1;
 #          hack/build/kube-network-policies)
+#        registry (the testbed's OCI registry, REGISTRY=1: CNCF distribution v3 with
+#          the filesystem driver and htpasswd auth only, hack/build/registry)
 #        prometheus prometheus-operator prometheus-config-reloader (the testbed's
 #          monitoring stack, hack/build/prometheus{,-operator}; CRDs: prometheus-operator-crds)
 #        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
@@ -141,6 +143,18 @@ go_kube_network_policies() {
   rm -rf "$tmp"
   return "$rc"
 }
+# The CNCF distribution registry from a main of our own (hack/build/registry):
+# upstream's links every cloud storage driver; the testbed needs the
+# filesystem driver and htpasswd auth.
+go_registry() {
+  local dir=$HERE/build/registry v
+  v=$(cd "$dir" && go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)
+  [[ $v == "$REGISTRY_VERSION" ]] ||
+    { log "hack/build/registry requires $v, versions.env pins $REGISTRY_VERSION"; return 1; }
+  (cd "$dir" && go build \
+    -ldflags "-s -w -X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+    -o "$OUT" ./cmd/registry)
+}
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
@@ -203,6 +217,7 @@ path_of() {
     kube-network-policies)
       local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
       build "$name" "$d" go_kube_network_policies ;;
+<<<<<<< HEAD
     helm4)
       # Helm 4 beside Helm 3: the e2e suite's lifecycle specs run with both
       # majors. It reads the Kubernetes version it assumes offline from the
@@ -210,6 +225,11 @@ path_of() {
       local d="$STORE/tools/helm-$HELM4_VERSION"
       build "$name" "$d" go_install "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION" \
         "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
+=======
+    registry)
+      local d="$STORE/registry/$REGISTRY_VERSION-$REGISTRY_BUILD/registry"
+      build "$name" "$d" go_registry ;;
+>>>>>>> oci-registry
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;

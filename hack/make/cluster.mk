@@ -17,6 +17,12 @@ export TESTBED_NODES = $(NODES)
 # hack/build/kube-network-policies); `make test-e2e` always asks for it.
 NETPOL ?= 0
 export WITH_NETPOL = $(NETPOL)
+# REGISTRY=1: node 1 also runs an OCI registry (CNCF distribution,
+# hack/build/registry) with TLS and htpasswd auth, which every node's
+# containerd trusts; the operator and memcached images are pushed to it
+# ($(TESTBED_DIR)/registry.env). `make test-e2e` asks for it (label oci).
+REGISTRY ?= 0
+export WITH_REGISTRY = $(REGISTRY)
 # NODE=name for node-stop and node-start (testbed, testbed-2, ...).
 NODE ?=
 # Debian packages the testbed needs (runc, CNI plugins, iptables, conntrack,
@@ -38,18 +44,18 @@ cluster-deps: ## Install the Debian packages the testbed needs (apt-get, only wh
 	fi
 
 .PHONY: cluster-binaries
-cluster-binaries: ## Build (once, into $(STORE)) etcd, Kubernetes, containerd, CoreDNS, helm and cert-manager (NETPOL=1: and kube-network-policies).
+cluster-binaries: ## Build (once, into $(STORE)) etcd, Kubernetes, containerd, CoreDNS, helm and cert-manager (NETPOL=1: and kube-network-policies; REGISTRY=1: and the registry).
 	$(TOOL) etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
 	  containerd ctr containerd-shim-runc-v2 coredns helm \
 	  cert-manager-controller cert-manager-webhook cert-manager-cainjector \
-	  $(if $(filter 1,$(NETPOL)),kube-network-policies) >/dev/null
+	  $(if $(filter 1,$(NETPOL)),kube-network-policies) $(if $(filter 1,$(REGISTRY)),registry) >/dev/null
 
 .PHONY: images
 images: cluster-deps ## Build the testbed's OCI image archives (operator image every time, the others once).
 	test/testbed/images.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus; NETPOL=1: + NetworkPolicy enforcement); kubeconfig in $(TESTBED_DIR)/kubeconfig.
+cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus; NETPOL=1: + NetworkPolicy enforcement; REGISTRY=1: + an OCI registry); kubeconfig in $(TESTBED_DIR)/kubeconfig.
 	test/testbed/cluster-up.sh
 
 .PHONY: node-stop

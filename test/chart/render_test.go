@@ -486,6 +486,50 @@ func TestValues(t *testing.T) {
 				"example.com/memcached-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
 		},
 	}, {
+		name:   "image.registry is joined with the repository, for the operator, its exporter sidecars and the helm-test pod",
+		values: "image: {registry: '10.250.0.1:5000', repository: testbed/memcached-operator}",
+		check: func(g Gomega, r rendered) {
+			want := "10.250.0.1:5000/testbed/memcached-operator:0.1.0"
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(want))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--exporter-image=" + want))
+			check := objAs[corev1.Pod](g, r.find("Pod", namespace, fullname+"-test-check"))
+			g.Expect(check.Spec.Containers[0].Image).To(Equal(want))
+		},
+	}, {
+		name:   "image.registry with a path prefix and a trailing slash",
+		values: "image: {registry: 'registry.example.com/team/', tag: '1.2.3'}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/team/example.com/memcached-operator:1.2.3"))
+		},
+	}, {
+		name: "registry, digest and pull secrets (own and global) reach both the operator and the helm-test pod",
+		values: "image: {registry: 'registry.example.com:5000', repository: ops/memcached-operator, tag: ignored, " +
+			"digest: 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}\n" +
+			"imagePullSecrets: [{name: own}, {name: shared}]\nglobal: {imagePullSecrets: [{name: shared}, {name: parent}]}",
+		check: func(g Gomega, r rendered) {
+			want := "registry.example.com:5000/ops/memcached-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+			secrets := []corev1.LocalObjectReference{{Name: "shared"}, {Name: "parent"}, {Name: "own"}}
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(want))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--exporter-image=" + want))
+			g.Expect(dep.Spec.Template.Spec.ImagePullSecrets).To(Equal(secrets))
+			check := objAs[corev1.Pod](g, r.find("Pod", namespace, fullname+"-test-check"))
+			g.Expect(check.Spec.Containers[0].Image).To(Equal(want))
+			g.Expect(check.Spec.ImagePullSecrets).To(Equal(secrets))
+		},
+	}, {
+		name:   "global pull secrets alone",
+		values: "global: {imagePullSecrets: [{name: parent}]}",
+		check: func(g Gomega, r rendered) {
+			secrets := []corev1.LocalObjectReference{{Name: "parent"}}
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.ImagePullSecrets).To(Equal(secrets))
+			check := objAs[corev1.Pod](g, r.find("Pod", namespace, fullname+"-test-check"))
+			g.Expect(check.Spec.ImagePullSecrets).To(Equal(secrets))
+		},
+	}, {
 		name:   "global and own pull secrets merge, as a subchart",
 		values: "global: {imagePullSecrets: [{name: parent}], somethingElse: true}\nimagePullSecrets: [{name: own}]",
 		check: func(g Gomega, r rendered) {
@@ -681,6 +725,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"webhook: {timeoutSeconds: 31}", "/webhook/timeoutSeconds"},
 		{"image: {pullPolicy: Sometimes}", "/image/pullPolicy"},
 		{"image: {digest: latest}", "/image/digest"},
+		{"image: {registry: 'https://registry.example.com'}", "/image/registry"},
+		{"image: {registry: 'registry.example.com:port'}", "/image/registry"},
 		{"replicas: 2", "replicas"}, // a typo of replicaCount must not be ignored silently
 		{"watchNamespaces: [Team_A]", "/watchNamespaces/0"},
 		{"watchNamespaces: team-a", "/watchNamespaces"},

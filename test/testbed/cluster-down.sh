@@ -57,7 +57,7 @@ phase "containers stopped"
 names=()
 for ((i = 1; i <= NODES; i++)); do node_env "$i"; names+=("kube-proxy$N_SFX" "kube-network-policies$N_SFX"); done
 stop "${names[@]}"
-stop coredns kube-scheduler kube-controller-manager
+stop coredns registry kube-scheduler kube-controller-manager
 stop forward kube-apiserver
 stop etcd
 # Anything still recorded (a name from a newer cluster-up.sh).
@@ -110,7 +110,8 @@ rm -rf /run/containerd/s /run/containerd/runc/k8s.io
 rmdir_empty /run/containerd
 rm -rf "$RUN_DIR"
 if [[ -d $TB_DIR ]]; then
-  rm -rf "${TB_DIR:?}"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc,nodes} "$TB_DIR/kubeconfig" "$TB_DIR/cluster.env" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm" "$TB_DIR/bin/helm4"
+  rm -rf "${TB_DIR:?}"/{etcd,containerd,kubelet,cni,pod-logs,pids,shim-path,pki,etc,nodes,registry} "$TB_DIR/kubeconfig" "$TB_DIR/cluster.env" \
+    "$TB_DIR/registry.env" "$TB_DIR/registry-pushed.tmp" "$TB_DIR/bin/kubectl" "$TB_DIR/bin/helm" "$TB_DIR/bin/helm4" "$TB_DIR/bin/helm-netns"
 fi
 
 # 5. Empty cgroups the kubelet and containerd made (cgroup v1: one tree per controller).

@@ -7,6 +7,11 @@
 # WITH_MONITORING=1 prometheus-operator and a Prometheus (monitoring/install.sh).
 # With WITH_NETPOL=1 every node also runs a NetworkPolicy enforcer,
 # kube-network-policies (hack/build/kube-network-policies), beside kube-proxy.
+# With WITH_REGISTRY=1 node 1 also runs an OCI registry (CNCF distribution,
+# hack/build/registry) on 10.250.0.1:5000 with TLS from the testbed's CA and
+# per-cluster htpasswd credentials; every node's containerd trusts it through
+# its hosts dir, and the operator and memcached images are pushed to it
+# ($TB_DIR/registry.env).
 # Nodes 2..N live in network and mount namespaces of their own (lib.sh,
 # node_env); node.sh stops and starts one node.
 # Every process is started here, recorded in $TB_DIR/pids and stopped by
@@ -16,6 +21,7 @@
 #   kubeconfig on the host:  $TB_DIR/kubeconfig (apiserver on 127.0.0.1:16443)
 #   wrappers:                $TB_DIR/bin/kubectl, $TB_DIR/bin/helm, $TB_DIR/bin/helm4
 #   image names:             $TB_DIR/images.env
+#   registry (REGISTRY=1):   $TB_DIR/registry.env, $TB_DIR/bin/helm-netns
 #   logs:                    $TB_DIR/logs/<component>.log
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -26,6 +32,7 @@ START=$SECONDS
 WITH_CERT_MANAGER=${WITH_CERT_MANAGER:-1}
 WITH_MONITORING=${WITH_MONITORING:-0}
 WITH_NETPOL=${WITH_NETPOL:-0}
+WITH_REGISTRY=${WITH_REGISTRY:-0}
 NODES=${TESTBED_NODES:-1}
 [[ $NODES =~ ^[1-9]$ ]] || die "TESTBED_NODES=$NODES: from 1 to $MAX_NODES nodes"
 MONITORING_INSTALL=$(dirname "${BASH_SOURCE[0]}")/monitoring/install.sh
@@ -39,6 +46,9 @@ if [[ -e /run/netns/$NETNS ]] && pid_alive kube-apiserver && pid_alive kubelet &
   ((running == NODES)) || die "the running testbed has $running node(s), not $NODES: make cluster-down first"
   if [[ $WITH_NETPOL == 1 ]] && ! netpol_enabled; then
     die "the running testbed enforces no NetworkPolicy: make cluster-down first, then cluster-up NETPOL=1"
+  fi
+  if [[ $WITH_REGISTRY == 1 ]] && ! pid_alive registry; then
+    die "the running testbed has no registry: make cluster-down first, then cluster-up REGISTRY=1"
   fi
   log "already up ($running node(s)): KUBECONFIG=$TB_DIR/kubeconfig (cluster-down.sh to stop)"
   if [[ $WITH_MONITORING == 1 ]]; then "$MONITORING_INSTALL"; fi
@@ -64,6 +74,7 @@ if [[ $WITH_NETPOL == 1 ]]; then
   # nft only checks that the enforcer's ruleset loaded (netpol_ready).
   command -v nft >/dev/null || die "nft is missing: run 'make cluster-deps NETPOL=1' (apt-get install nftables)"
 fi
+if [[ $WITH_REGISTRY == 1 ]]; then B[registry]=$("$TOOL" registry); fi
 [[ -x /usr/lib/cni/bridge ]] || die "CNI plugins missing: run 'make cluster-deps' (containernetworking-plugins)"
 [[ -r $TB_DIR/images.env ]] || die "no images: run 'make images' first"
 TBCTL=$TB_DIR/bin/tbctl
@@ -153,8 +164,11 @@ done
 # ---- PKI, kubeconfigs
 extra_nodes=()
 for ((i = 2; i <= NODES; i++)); do node_env "$i"; extra_nodes+=("$N_NAME"); done
+registry_pki=()
+if [[ $WITH_REGISTRY == 1 ]]; then registry_pki=(-registry-ip "$NODE_IP"); fi
 "$TBCTL" pki -dir "$PKI" -node-name "$NODE_NAME" -extra-nodes "$(IFS=,; echo "${extra_nodes[*]}")" \
-  -node-ip "$NODE_IP" -service-ip "$SERVICE_IP" -internal-server "https://$NODE_IP:6443" -external-server "https://$APISERVER_HOST_ADDR"
+  -node-ip "$NODE_IP" -service-ip "$SERVICE_IP" -internal-server "https://$NODE_IP:6443" -external-server "https://$APISERVER_HOST_ADDR" \
+  "${registry_pki[@]}"
 cp "$PKI/admin.kubeconfig" "$TB_DIR/kubeconfig"
 # What the e2e suite expects to find (beside the kubeconfig, like images.env).
 {
@@ -162,6 +176,7 @@ cp "$PKI/admin.kubeconfig" "$TB_DIR/kubeconfig"
   echo "NODES=$NODES"
   echo "NODE_NAMES=\"$NODE_NAME ${extra_nodes[*]}\""
   echo "NETPOL=$WITH_NETPOL"
+  echo "REGISTRY=$WITH_REGISTRY"
 } >"$TB_DIR/cluster.env"
 export KUBECONFIG=$TB_DIR/kubeconfig
 K=("${B[kubectl]}" --kubeconfig "$TB_DIR/kubeconfig")
@@ -172,6 +187,23 @@ K=("${B[kubectl]}" --kubeconfig "$TB_DIR/kubeconfig")
 write_node_config() {
   node_env "$1"
   mkdir -p "$N_ETC/cni/net.d" "$N_DIR/containerd" "$N_DIR/cni" "$N_DIR/kubelet" "$N_DIR/pod-logs" "$N_RUN"
+  # The registry (WITH_REGISTRY=1) through containerd's hosts dir: one
+  # hosts.toml per registry host, trusting the testbed's CA; no insecure flag.
+  local registry_config=""
+  if [[ $WITH_REGISTRY == 1 ]]; then
+    registry_config="  [plugins.\"io.containerd.cri.v1.images\".registry]
+    config_path = \"$N_ETC/certs.d\""
+    mkdir -p "$N_ETC/certs.d/$REGISTRY_HOST"
+    cat >"$N_ETC/certs.d/$REGISTRY_HOST/hosts.toml" <<TOML
+# The testbed's registry (written by cluster-up.sh): TLS verified against the
+# testbed's CA; credentials come from each pod's imagePullSecrets.
+server = "https://$REGISTRY_HOST"
+
+[host."https://$REGISTRY_HOST"]
+  capabilities = ["pull", "resolve"]
+  ca = "$PKI/ca.crt"
+TOML
+  fi
   cat >"$N_ETC/containerd.toml" <<TOML
 version = 4
 root = "$N_DIR/containerd"
@@ -190,6 +222,7 @@ state = "$N_RUN/containerd"
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "$PAUSE_IMAGE"
+$registry_config
 
 [plugins."io.containerd.cri.v1.runtime"]
   # No CAP_SYS_RESOURCE on these VMs: never try to lower oom_score_adj.
@@ -292,6 +325,58 @@ for ((i = 1; i <= NODES; i++)); do
   ) >>"$LOGS/image-import$N_SFX.log" 2>&1 &
   IMPORT_PIDS+=("$!")
 done
+
+# ---- the OCI registry (WITH_REGISTRY=1): node 1's address only, TLS from the
+# testbed's CA, htpasswd credentials made for this cluster. The images are
+# pushed in the background while the control plane starts.
+PUSH_PID=""
+if [[ $WITH_REGISTRY == 1 ]]; then
+  REGISTRY_USER=testbed
+  "$TBCTL" htpasswd -out "$PKI/registry.htpasswd" -user "$REGISTRY_USER" -password-file "$PKI/registry.password"
+  mkdir -p "$TB_DIR/registry"
+  cat >"$ETC/registry.yml" <<YAML
+version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  filesystem:
+    rootdirectory: $TB_DIR/registry
+http:
+  addr: $REGISTRY_HOST
+  secret: $(tr -dc A-Za-z0-9 </dev/urandom | head -c 32)
+  tls:
+    certificate: $PKI/registry.crt
+    key: $PKI/registry.key
+auth:
+  htpasswd:
+    realm: testbed-registry
+    path: $PKI/registry.htpasswd
+YAML
+  # No tracing exporter: the default one would dial an OTLP collector.
+  start registry env OTEL_TRACES_EXPORTER=none "${B[registry]}" serve "$ETC/registry.yml"
+  registry_listening() { in_ns bash -c "exec 3<>/dev/tcp/${REGISTRY_HOST%:*}/${REGISTRY_HOST#*:}"; }
+  wait_for registry 30 registry_listening
+  log "registry listening on https://$REGISTRY_HOST ($((SECONDS - START))s)"
+  # push NAME ARCHIVE REPOSITORY TAG: prints NAME=HOST/REPOSITORY@DIGEST.
+  push() {
+    local ref
+    ref=$(in_ns "$TBCTL" push -archive "$2" -ref "$REGISTRY_HOST/$3:$4" -ca "$PKI/ca.crt" \
+      -user "$REGISTRY_USER" -password-file "$PKI/registry.password") || return 1
+    printf '%s=%s\n' "$1" "$ref"
+  }
+  # The archives images.sh listed (the same files every node imports).
+  mc_archive=""
+  for a in $IMAGE_ARCHIVES; do [[ ${a##*/} == memcached-*.tar ]] && mc_archive=$a; done
+  [[ -n $mc_archive ]] || die "images.env lists no memcached archive: run 'make images'"
+  (
+    push REGISTRY_MEMCACHED_IMAGE "$mc_archive" testbed/memcached "${MEMCACHED_IMAGE##*:}"
+    if [[ -n $OPERATOR_IMAGE ]]; then
+      push REGISTRY_OPERATOR_IMAGE "$TB_DIR/images/operator.tar" testbed/memcached-operator "${OPERATOR_IMAGE##*:}"
+    fi
+  ) >"$TB_DIR/registry-pushed.tmp" 2>>"$LOGS/registry-push.log" &
+  PUSH_PID=$!
+fi
 
 # ---- etcd
 start etcd "${B[etcd]}" --name testbed --data-dir "$TB_DIR/etcd" \
@@ -470,6 +555,33 @@ KUBECONFIG="$TB_DIR/kubeconfig" exec "\$HELM4" "\$@"
 SH
 chmod +x "$BIN/kubectl" "$BIN/helm" "$BIN/helm4"
 
+# ---- the registry's images and what a client needs to use it
+if [[ $WITH_REGISTRY == 1 ]]; then
+  wait "$PUSH_PID" || { tail -n 20 "$LOGS/registry-push.log" >&2; die "pushing the images to the registry failed (log: $LOGS/registry-push.log)"; }
+  {
+    echo "# The testbed's OCI registry (written by cluster-up.sh, REGISTRY=1). It listens on"
+    echo "# node 1's address only: use it from inside the testbed's network namespace"
+    echo "# (nsenter --net=/run/netns/$NETNS, or $BIN/helm-netns)."
+    echo "REGISTRY_HOST=$REGISTRY_HOST"
+    echo "REGISTRY_USER=$REGISTRY_USER"
+    echo "REGISTRY_PASSWORD=$(<"$PKI/registry.password")"
+    echo "REGISTRY_CA=$PKI/ca.crt"
+    echo "# Pushed by tbctl push: distinct from the archives imported into the nodes."
+    cat "$TB_DIR/registry-pushed.tmp"
+  } >"$TB_DIR/registry.env"
+  chmod 600 "$TB_DIR/registry.env"   # it holds the password
+  rm -f "$TB_DIR/registry-pushed.tmp"
+  cat >"$BIN/helm-netns" <<SH
+#!/bin/sh
+# helm inside the testbed's network namespace, where the registry
+# (https://$REGISTRY_HOST) is (written by cluster-up.sh, REGISTRY=1; as root).
+# It reaches the apiserver at https://$NODE_IP:6443.
+KUBECONFIG="$PKI/admin-internal.kubeconfig" exec nsenter --net="/run/netns/$NETNS" "${B[helm]}" "\$@"
+SH
+  chmod +x "$BIN/helm-netns"
+  log "registry: images pushed ($((SECONDS - START))s): $TB_DIR/registry.env"
+fi
+
 # ---- cert-manager from the chart inside its own Go module, with local images
 if [[ $WITH_CERT_MANAGER == 1 ]]; then
   CM_CHART=$(cd "$REPO/hack/build/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/charts/cert-manager
@@ -505,7 +617,7 @@ done
 cat >&2 <<EOM
   kubeconfig: $TB_DIR/kubeconfig   (apiserver https://$APISERVER_HOST_ADDR, loopback only)
   wrappers:   $BIN/kubectl  $BIN/helm  $BIN/helm4
-  images:     $TB_DIR/images.env
+  images:     $TB_DIR/images.env$([[ $WITH_REGISTRY == 1 ]] && printf '\n  registry:   https://%s (inside the testbed network): %s' "$REGISTRY_HOST" "$TB_DIR/registry.env")
   logs:       $LOGS/
   stop:       make cluster-down    (one node: test/testbed/node.sh stop|start NAME)
 EOM

@@ -27,6 +27,9 @@ SERVICE_IP=10.96.0.1
 DNS_IP=$NODE_IP
 APISERVER_HOST_ADDR=127.0.0.1:${TESTBED_APISERVER_PORT:-16443}
 CONTAINERD_SOCK=$RUN_DIR/containerd.sock
+# The OCI registry (cluster-up.sh WITH_REGISTRY=1): a process of node 1, on
+# the node address only, so every node reaches it and nothing outside does.
+REGISTRY_HOST=$NODE_IP:5000
 
 # containerd runs in a pids cgroup of its own: the runc shims it forks stay
 # there (they outlive containerd and record their PID nowhere), so the

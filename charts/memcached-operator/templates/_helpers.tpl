@@ -72,14 +72,19 @@ brought by the user.
 {{- end -}}
 
 {{/*
-image is the operator image reference; a digest pins it over the tag.
+image is the operator image reference: image.registry (when set) joined with
+image.repository; a digest pins it over the tag.
 */}}
 {{- define "memcached-operator.image" -}}
+{{- $repository := .Values.image.repository -}}
+{{- with .Values.image.registry -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
 {{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- printf "%s:%s" $repository $tag -}}
 {{- end -}}
 {{- end -}}
 

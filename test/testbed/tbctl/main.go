@@ -4,6 +4,8 @@
 //	tbctl image   — an OCI image archive (for `ctr images import`) from host files
 //	tbctl forward — a loopback TCP port on the host forwarded into the testbed's
 //	                network namespace (how host tools reach the apiserver)
+//	tbctl htpasswd — the registry's per-cluster credentials (REGISTRY=1)
+//	tbctl push    — an image archive pushed to the testbed's registry, its digest printed
 //
 // The shell scripts beside it drive the processes; everything that is easier
 // to get right in Go than in openssl/tar/socat invocations lives here.
@@ -26,6 +28,10 @@ func main() {
 		err = runImage(os.Args[2:])
 	case "forward":
 		err = runForward(os.Args[2:])
+	case "htpasswd":
+		err = runHtpasswd(os.Args[2:])
+	case "push":
+		err = runPush(os.Args[2:])
 	default:
 		usage()
 	}
@@ -36,6 +42,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tbctl pki|image|forward [flags] (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: tbctl pki|image|forward|htpasswd|push [flags] (-h for each)")
 	os.Exit(2)
 }

@@ -29,7 +29,7 @@ type keyPair struct {
 // runPKI writes a fresh PKI for one throw-away cluster: a cluster CA, a
 // front-proxy CA, the apiserver's serving certificate, one client
 // certificate per component and per node, the service-account key, and
-// kubeconfigs.
+// kubeconfigs; with -registry-ip, the registry's serving certificate.
 func runPKI(args []string) error {
 	fs := flag.NewFlagSet("pki", flag.ExitOnError)
 	dir := fs.String("dir", "", "output folder")
@@ -39,6 +39,7 @@ func runPKI(args []string) error {
 	serviceIP := fs.String("service-ip", "10.96.0.1", "ClusterIP of the kubernetes Service")
 	internal := fs.String("internal-server", "", "apiserver URL inside the namespace (components)")
 	external := fs.String("external-server", "", "apiserver URL on the host's loopback (admin kubeconfig)")
+	registryIP := fs.String("registry-ip", "", "with REGISTRY=1: the registry's address, for its serving certificate (registry.crt)")
 	_ = fs.Parse(args)
 	if *dir == "" || *nodeIP == "" || *internal == "" || *external == "" {
 		return fmt.Errorf("-dir, -node-ip, -internal-server and -external-server are required")
@@ -78,6 +79,19 @@ func runPKI(args []string) error {
 	}
 	if err := write("apiserver", serving); err != nil {
 		return err
+	}
+	if *registryIP != "" {
+		ip := net.ParseIP(*registryIP)
+		if ip == nil {
+			return fmt.Errorf("-registry-ip %q is not an IP address", *registryIP)
+		}
+		reg, err := issue(ca, "testbed-registry", nil, nil, []net.IP{ip}, true)
+		if err != nil {
+			return err
+		}
+		if err := write("registry", reg); err != nil {
+			return err
+		}
 	}
 	fpc, err := issue(fca, "front-proxy-client", nil, nil, nil, false)
 	if err != nil {
