@@ -36,6 +36,10 @@ export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
 log() { printf '[tool] %s\n' "$*" >&2; }
 
+# built DEST: a binary is built when executable, an image archive (never
+# executable) when not empty; moved into place whole, so either is complete.
+built() { [[ -x $1 || ($1 == *.tar && -s $1) ]]; }
+
 # build NAME DEST CMD... runs CMD with $OUT set to a temporary file under the
 # store and moves it into place, so a running copy is never overwritten and a
 # half-written binary is never seen. One machine-wide lock serialises builds:
@@ -43,11 +47,11 @@ log() { printf '[tool] %s\n' "$*" >&2; }
 # parallel caller waiting for the same binary then finds it built.
 build() {
   local name=$1 dest=$2; shift 2
-  [[ -x $dest ]] && return 0
+  built "$dest" && return 0
   mkdir -p "$(dirname "$dest")" "$STORE"
   exec {lock}>"$STORE/.build.lock"
   flock "$lock"
-  if [[ ! -x $dest ]]; then
+  if ! built "$dest"; then
     local start=$SECONDS
     log "building $name -> $dest (first time only)"
     OUT="$dest.tmp.$$" "$@"
@@ -217,7 +221,6 @@ path_of() {
     kube-network-policies)
       local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
       build "$name" "$d" go_kube_network_policies ;;
-<<<<<<< HEAD
     helm4)
       # Helm 4 beside Helm 3: the e2e suite's lifecycle specs run with both
       # majors. It reads the Kubernetes version it assumes offline from the
@@ -225,11 +228,9 @@ path_of() {
       local d="$STORE/tools/helm-$HELM4_VERSION"
       build "$name" "$d" go_install "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION" \
         "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
-=======
     registry)
       local d="$STORE/registry/$REGISTRY_VERSION-$REGISTRY_BUILD/registry"
       build "$name" "$d" go_registry ;;
->>>>>>> oci-registry
     helm-docs)
       local d="$STORE/tools/helm-docs-$HELM_DOCS_VERSION"
       build "$name" "$d" go_install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" ;;
