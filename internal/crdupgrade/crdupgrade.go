@@ -119,12 +119,12 @@ var ErrWouldDrop = errors.New("the chart's CRD would drop fields or versions the
 type Outcome string
 
 const (
-	// Missing: the cluster has no such CRD (installed with --skip-crds, or
+	// Missing means the cluster has no such CRD (installed with --skip-crds, or
 	// removed): nothing is created, the one who chose that keeps it.
 	Missing Outcome = "missing"
-	// Unchanged: the cluster's CRD already has the chart's spec; no write.
+	// Unchanged means the cluster's CRD already has the chart's spec; nothing was written.
 	Unchanged Outcome = "unchanged"
-	// Updated: the cluster's CRD now has the chart's spec.
+	// Updated means the cluster's CRD now has the chart's spec.
 	Updated Outcome = "updated"
 )
 
