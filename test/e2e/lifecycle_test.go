@@ -344,7 +344,8 @@ spec: {size: 2}
 			total.failed += res.failed
 			total.lost += res.lost
 		}
-		AddReportEntry("fleets' clients during upgrade, rollback and refused downgrade", total.String())
+		AddReportEntry("fleets' clients during upgrade, rollback and refused downgrade",
+			fmt.Sprintf("%d set/get operations by %d clients, %d failed, %d keys lost", total.ops, len(loads), total.failed, total.lost))
 		Expect(total.failed).To(BeZero())
 		Expect(total.lost).To(BeZero())
 	})
