@@ -486,6 +486,9 @@ var _ = Describe("helm install and upgrade without cert-manager", func() {
 
 		upgrade := action.NewUpgrade(cfg)
 		upgrade.Namespace = ns
+		// No kubelet runs the CRD upgrade hook's Job here (test/crdupgrade
+		// and the e2e lifecycle suite run it); Helm would wait for it.
+		upgrade.DisableHooks = true
 		_, err = upgrade.RunWithContext(ctx, rel, chrt, vals)
 		Expect(err).NotTo(HaveOccurred())
 		bundlesAfter, secretAfter := webhookTrust(ctx, ns, fullname)
