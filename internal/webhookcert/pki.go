@@ -9,15 +9,14 @@ package webhookcert
 import (
 	"bytes"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
+
+	"github.com/example/memcached-operator/internal/pki"
 )
 
 // Keys of the Secret's data.
@@ -29,12 +28,7 @@ const (
 )
 
 // keyPair is a parsed certificate with the PEM it came from.
-type keyPair struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	keyPEM  []byte
-}
+type keyPair = pki.KeyPair
 
 // parseKeyPair accepts only a single certificate whose public key matches
 // key: anything else in the Secret is treated as missing.
@@ -59,7 +53,7 @@ func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
 	if !ok || !pub.Equal(&key.PublicKey) {
 		return nil, errors.New("key does not match certificate")
 	}
-	return &keyPair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
+	return &keyPair{Cert: cert, Key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
 // skew backdates NotBefore so that an API server whose clock runs a little
@@ -69,41 +63,8 @@ func skew(validity time.Duration) time.Duration {
 	return min(time.Hour, validity/10)
 }
 
-func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generating serial: %w", err)
-	}
-	tmpl.SerialNumber = serial
-	signerCert, signerKey := tmpl, key
-	if parent != nil {
-		signerCert, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, &key.PublicKey, signerKey)
-	if err != nil {
-		return nil, fmt.Errorf("signing certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &keyPair{
-		cert: cert, key: key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
-}
-
 func newCA(commonName string, now time.Time, validity time.Duration) (*keyPair, error) {
-	return newKeyPair(&x509.Certificate{
+	return pki.Sign(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             now.Add(-skew(validity)),
 		NotAfter:              now.Add(validity),
@@ -121,10 +82,10 @@ func newServing(ca *keyPair, dnsNames []string, now time.Time, validity time.Dur
 		return nil, errors.New("no DNS names for the serving certificate")
 	}
 	notAfter := now.Add(validity)
-	if notAfter.After(ca.cert.NotAfter) {
-		notAfter = ca.cert.NotAfter
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
 	}
-	return newKeyPair(&x509.Certificate{
+	return pki.Sign(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: dnsNames[0]},
 		DNSNames:              dnsNames,
 		NotBefore:             now.Add(-skew(validity)),

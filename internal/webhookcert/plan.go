@@ -61,20 +61,20 @@ func Decide(data map[string][]byte, now time.Time, p Policy) Decision {
 	switch {
 	case err != nil:
 		return Decision{RenewAll, "CA missing or unreadable: " + err.Error()}
-	case !ca.cert.IsCA:
+	case !ca.Cert.IsCA:
 		return Decision{RenewAll, "CA certificate is not a CA"}
-	case !now.Before(p.dueAt(ca.cert)):
+	case !now.Before(p.dueAt(ca.Cert)):
 		return Decision{RenewAll, "CA due for renewal"}
 	}
 	serving, err := parseKeyPair(data[TLSCertKey], data[TLSKeyKey])
 	switch {
 	case err != nil:
 		return Decision{RenewServing, "serving certificate missing or unreadable: " + err.Error()}
-	case serving.cert.CheckSignatureFrom(ca.cert) != nil:
+	case serving.Cert.CheckSignatureFrom(ca.Cert) != nil:
 		return Decision{RenewServing, "serving certificate not signed by the CA"}
-	case !covers(serving.cert, p.DNSNames):
+	case !covers(serving.Cert, p.DNSNames):
 		return Decision{RenewServing, "serving certificate does not cover every DNS name"}
-	case !now.Before(p.dueAt(serving.cert)):
+	case !now.Before(p.dueAt(serving.Cert)):
 		return Decision{RenewServing, "serving certificate due for renewal"}
 	}
 	return Decision{Keep, "up to date"}
@@ -95,9 +95,9 @@ func NextCheck(data map[string][]byte, p Policy) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	next := p.dueAt(ca.cert)
-	if s, err := parseKeyPair(data[TLSCertKey], data[TLSKeyKey]); err == nil && p.dueAt(s.cert).Before(next) {
-		next = p.dueAt(s.cert)
+	next := p.dueAt(ca.Cert)
+	if s, err := parseKeyPair(data[TLSCertKey], data[TLSKeyKey]); err == nil && p.dueAt(s.Cert).Before(next) {
+		next = p.dueAt(s.Cert)
 	}
 	return next
 }
@@ -163,7 +163,7 @@ func Renew(data map[string][]byte, d Decision, now time.Time, p Policy, caName s
 	if err != nil {
 		return nil, err
 	}
-	caCerts := ca.certPEM
+	caCerts := ca.CertPEM
 	if d.Action == RenewAll {
 		// The previous CA stays in the Secret while it is valid: replicas
 		// may still serve a certificate it signed, so every pass keeps it in
@@ -173,7 +173,7 @@ func Renew(data map[string][]byte, d Decision, now time.Time, p Policy, caName s
 		}
 	}
 	return map[string][]byte{
-		CACertKey: caCerts, CAKeyKey: ca.keyPEM,
-		TLSCertKey: serving.certPEM, TLSKeyKey: serving.keyPEM,
+		CACertKey: caCerts, CAKeyKey: ca.KeyPEM,
+		TLSCertKey: serving.CertPEM, TLSKeyKey: serving.KeyPEM,
 	}, nil
 }

@@ -303,7 +303,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if err := ca.write(dir, "ca"); err != nil {
+	if err := writePair(ca, dir, "ca"); err != nil {
 		return pkiFiles{}, err
 	}
 	serving, err := newServing(ca, "kube-apiserver",
@@ -311,7 +311,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if err := serving.write(dir, "apiserver"); err != nil {
+	if err := writePair(serving, dir, "apiserver"); err != nil {
 		return pkiFiles{}, err
 	}
 	// The service-account signing key: any private key; the pair's
@@ -327,14 +327,14 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if err := fpCA.write(dir, "front-proxy-ca"); err != nil {
+	if err := writePair(fpCA, dir, "front-proxy-ca"); err != nil {
 		return pkiFiles{}, err
 	}
 	fpClient, err := newClientCert(fpCA, "front-proxy-client")
 	if err != nil {
 		return pkiFiles{}, err
 	}
-	if err := fpClient.write(dir, "front-proxy-client"); err != nil {
+	if err := writePair(fpClient, dir, "front-proxy-client"); err != nil {
 		return pkiFiles{}, err
 	}
 	// Every client is cluster-admin: the bench measures request counts and
@@ -350,7 +350,7 @@ func (s *clusterState) writePKI() (pkiFiles, error) {
 		if err != nil {
 			return pkiFiles{}, err
 		}
-		if err := kp.write(dir, user); err != nil {
+		if err := writePair(kp, dir, user); err != nil {
 			return pkiFiles{}, err
 		}
 		cfg := clientcmdapi.NewConfig()

@@ -1,27 +1,18 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/example/memcached-operator/internal/pki"
 )
 
 // keyPair is a certificate and its key, PEM encoded.
-type keyPair struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	// CertPEM and KeyPEM are what files and kubeconfigs hold.
-	CertPEM, KeyPEM []byte
-}
+type keyPair = pki.KeyPair
 
 // certValidity covers any bench run; the PKI is remade on every cluster-up.
 const certValidity = 7 * 24 * time.Hour
@@ -69,43 +60,13 @@ func newClientCert(ca *keyPair, user string, groups ...string) (*keyPair, error)
 }
 
 func sign(tmpl *x509.Certificate, ca *keyPair) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("generating serial: %w", err)
-	}
-	tmpl.SerialNumber = serial
 	tmpl.NotBefore = time.Now().Add(-time.Minute)
 	tmpl.NotAfter = time.Now().Add(certValidity)
-	parent, parentKey := tmpl, key
-	if ca != nil {
-		parent, parentKey = ca.cert, ca.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", tmpl.Subject.CommonName, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &keyPair{
-		cert:    cert,
-		key:     key,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return pki.Sign(tmpl, ca)
 }
 
-// write stores the pair as dir/name.crt and dir/name.key.
-func (k *keyPair) write(dir, name string) error {
+// writePair stores the pair as dir/name.crt and dir/name.key.
+func writePair(k *keyPair, dir, name string) error {
 	if err := os.WriteFile(filepath.Join(dir, name+".crt"), k.CertPEM, 0o600); err != nil {
 		return err
 	}
