@@ -65,6 +65,7 @@ type Rotator struct {
 	// tests calling Sync touch it, never at once.
 	trustedSince map[string]time.Time
 	mu           sync.Mutex
+	gate         trustGate
 	log          logr.Logger
 	now          func() time.Time
 }
@@ -409,8 +410,12 @@ func (r *Rotator) ReadyCheck(req *http.Request) error {
 	if c == nil {
 		return errors.New("no serving certificate loaded yet")
 	}
-	return CheckTrusted(req.Context(), r.client, r.opts.MutatingWebhookConfiguration, r.opts.ValidatingWebhookConfiguration, c.Leaf)
+	return r.gate.check(req.Context(), r.client, r.opts.MutatingWebhookConfiguration, r.opts.ValidatingWebhookConfiguration, c.Leaf)
 }
+
+// ErrNotTrusted is CheckTrusted's answer when a webhook's caBundle holds no
+// CA of the served certificate.
+var ErrNotTrusted = errors.New("does not trust the served certificate yet")
 
 // CheckTrusted fails unless every webhook of both configurations has a
 // caBundle holding a CA that signed leaf.
@@ -425,15 +430,42 @@ func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating str
 	}
 	for _, w := range m.Webhooks {
 		if !Trusts(ParseBundle(w.ClientConfig.CABundle), leaf) {
-			return fmt.Errorf("webhook %s does not trust the served certificate yet", w.Name)
+			return fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
 		}
 	}
 	for _, w := range v.Webhooks {
 		if !Trusts(ParseBundle(w.ClientConfig.CABundle), leaf) {
-			return fmt.Errorf("webhook %s does not trust the served certificate yet", w.Name)
+			return fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
 		}
 	}
 	return nil
+}
+
+// trustGate is CheckTrusted for a readiness probe. Once both configurations
+// were seen to trust a certificate, a probe that cannot read them keeps
+// that verdict for the same certificate: an API server that cannot be read
+// sends no admission requests either, and turning every replica unready in
+// a brownout would only empty the webhook Service when it comes back. What
+// does turn the pod unready is an answer: a configuration that is gone, or
+// one that does not trust the certificate served now.
+type trustGate struct {
+	mu      sync.Mutex
+	trusted []byte
+}
+
+func (g *trustGate) check(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) error {
+	err := CheckTrusted(ctx, c, mutating, validating, leaf)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil:
+		g.trusted = leaf.Raw
+	case errors.Is(err, ErrNotTrusted), apierrors.IsNotFound(err):
+		g.trusted = nil
+	case bytes.Equal(g.trusted, leaf.Raw):
+		return nil
+	}
+	return err
 }
 
 // FileReadyCheck is the same readiness for a certificate that comes from
@@ -441,6 +473,7 @@ func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating str
 // of both configurations trusts the tls.crt in certDir, which closes the
 // window where cainjector has not injected the CA yet.
 func FileReadyCheck(c client.Reader, certDir, mutating, validating string) func(*http.Request) error {
+	gate := &trustGate{}
 	return func(req *http.Request) error {
 		data, err := os.ReadFile(filepath.Join(certDir, TLSCertKey))
 		if err != nil {
@@ -450,6 +483,6 @@ func FileReadyCheck(c client.Reader, certDir, mutating, validating string) func(
 		if len(certs) == 0 {
 			return fmt.Errorf("no certificate in %s", filepath.Join(certDir, TLSCertKey))
 		}
-		return CheckTrusted(req.Context(), c, mutating, validating, certs[0])
+		return gate.check(req.Context(), c, mutating, validating, certs[0])
 	}
 }
