@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -447,11 +448,20 @@ spec: {size: 1}`))
 		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "watchNamespaces={"+appNamespace+"}")...)...))
 
 		// TokenReview and SubjectAccessReview, which guard the metrics endpoint,
-		// are cluster-scoped APIs: that binding is the only one a namespaced
-		// install may keep.
+		// are cluster-scoped APIs, and so are the two webhook configurations
+		// readiness reads: those bindings are the only ones a namespaced
+		// install may keep, and the second reads nothing but those two.
 		out := mustRun(kubectl("get", "clusterrolebinding", "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
-		Expect(strings.Fields(out)).To(ConsistOf("clusterrolebinding.rbac.authorization.k8s.io/memcached-operator-metrics-auth"),
+		Expect(strings.Fields(out)).To(ConsistOf("clusterrolebinding.rbac.authorization.k8s.io/memcached-operator-metrics-auth",
+			"clusterrolebinding.rbac.authorization.k8s.io/memcached-operator-webhook-certs"),
 			"namespace-scoped mode binds no ClusterRole over Memcacheds or their objects")
+		certsRole := &rbacv1.ClusterRole{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: "memcached-operator-webhook-certs"}, certsRole)).To(Succeed())
+		for _, rule := range certsRole.Rules {
+			Expect(rule.APIGroups).To(ConsistOf("admissionregistration.k8s.io"))
+			Expect(rule.ResourceNames).To(ConsistOf(release), "only the release's own webhook configurations")
+			Expect(rule.Verbs).To(ConsistOf("get"), "with cert-manager, readiness only reads them")
+		}
 		mustRun(kubectl("get", "rolebinding", "-n", appNamespace, "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
 
 		mustRun(kubectl("apply", "-n", ignored, "-f", "docs/samples/cache_v1alpha1_memcached.yaml"))
