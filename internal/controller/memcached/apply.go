@@ -25,21 +25,39 @@ import (
 //
 // An object of that name that mc does not control is never touched: the
 // result is a NameConflict. The cache only holds objects with the operator's
-// label, so a miss is confirmed with one read from the API server before
-// anything is created; a converged fleet never takes that path.
+// label, so on a miss the apply carries a resourceVersion precondition no
+// existing object can meet (createOnly): the API server creates the object
+// when the name is free and answers Conflict, changing nothing, when it is
+// taken. Only then is the object read live, to tell a stranger from our own
+// object the cache has not seen yet. A new fleet's objects so cost one
+// request each, and a converged fleet never takes that path.
 //
 // live receives the object as the API server last returned it (the apply's
 // answer, or the cached copy when nothing was sent), so status is computed
 // from the object after this pass, never from the one before it.
-func applyIfChanged[O client.Object, A runtime.ApplyConfiguration](
+func applyIfChanged[O client.Object, A interface {
+	runtime.ApplyConfiguration
+	WithResourceVersion(string) A
+}](
 	ctx context.Context, r *Reconciler, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
 	extract func(O, string) (A, error),
 ) (created bool, err error) {
 	key := client.ObjectKeyFromObject(mc)
 	switch err := r.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
+		applyRequests.WithLabelValues(kind, applySent).Inc()
+		switch err := r.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
+		case err == nil:
+			ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", true)
+			return true, fromApplyConfiguration(desired, live)
+		case !apierrors.IsConflict(err):
+			return false, applyError(kind, key, err)
+		}
+		// Unconditional from here: the object is ours, or nothing is sent.
+		desired.WithResourceVersion("")
 		switch err := r.apiReader().Get(ctx, key, live); {
 		case apierrors.IsNotFound(err):
+			// Deleted since the Conflict: applied below, which creates it.
 			created = true
 		case err != nil:
 			return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
@@ -67,6 +85,22 @@ func applyIfChanged[O client.Object, A runtime.ApplyConfiguration](
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created)
 	// The client decoded the API server's answer into desired.
 	return created, fromApplyConfiguration(desired, live)
+}
+
+// createOnly is a resourceVersion no existing object has, so an apply that
+// carries it can only create. The API server checks a resourceVersion in an
+// apply against the stored object's, and ignores it when there is none
+// (create-via-apply wipes it). A resourceVersion is the storage revision of
+// an object's last write, and no two objects are written by the same one,
+// so the Memcached's own resourceVersion is never that of its Deployment,
+// Service or PodDisruptionBudget.
+func createOnly(mc *cachev1alpha1.Memcached) string {
+	if rv := mc.GetResourceVersion(); rv != "" {
+		return rv
+	}
+	// Never stored (a Memcached built in a test): the first revision,
+	// which no write produces.
+	return "1"
 }
 
 func applyError(kind string, key client.ObjectKey, err error) error {

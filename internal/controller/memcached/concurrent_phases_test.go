@@ -25,38 +25,43 @@ import (
 	"github.com/example/memcached-operator/internal/policy"
 )
 
-// barrierReader holds every live read of an owned object until all kinds
-// have asked, so a pass whose phases ran one after another never gets past
-// the first read (it gives up after a while and says so).
-type barrierReader struct {
-	client.Reader
+// barrier holds each apply of an owned object until all kinds have sent
+// theirs, so a pass whose phases ran one after another never gets past the
+// first (it gives up after a while and says so).
+type barrier struct {
 	kinds   int
 	mu      sync.Mutex
 	arrived int
 	all     chan struct{}
 }
 
-func (b *barrierReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	switch obj.(type) {
-	case *appsv1.Deployment, *corev1.Service, *policyv1.PodDisruptionBudget:
-		b.mu.Lock()
-		b.arrived++
-		if b.arrived == b.kinds {
-			close(b.all)
-		}
-		b.mu.Unlock()
-		select {
-		case <-b.all:
-		case <-time.After(5 * time.Second):
-			return fmt.Errorf("read of %T %s waited alone: the owned objects' phases did not run at once", obj, key)
-		}
+func (b *barrier) wait(obj runtime.ApplyConfiguration) error {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.kinds {
+		close(b.all)
 	}
-	return b.Reader.Get(ctx, key, obj, opts...)
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("apply of %T waited alone: the owned objects' phases did not run at once", obj)
+	}
+}
+
+// liveReads fails every read from the API server: a new fleet's objects are
+// created without one.
+type liveReads struct{ client.Reader }
+
+func (liveReads) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return fmt.Errorf("live read of %T %s", obj, key)
 }
 
 // TestNewFleetObjectsAreWrittenAtOnce: a new fleet's Deployment, Service and
-// PodDisruptionBudget are read and applied concurrently in one pass, and the
-// pass reports one Created event naming the three in a fixed order.
+// PodDisruptionBudget are applied concurrently in one pass, one request each
+// (no live read first), and the pass reports one Created event naming the
+// three in a fixed order.
 func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	scheme := runtime.NewScheme()
@@ -70,16 +75,20 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		applied []string
+		b       = &barrier{kinds: 3, all: make(chan struct{})}
 	)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			mu.Lock()
 			applied = append(applied, fmt.Sprintf("%T", obj))
 			mu.Unlock()
+			if err := b.wait(obj); err != nil {
+				return err
+			}
 			return c.Apply(ctx, obj, opts...)
 		}}).Build()
 	events := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: c, APIReader: &barrierReader{Reader: c, kinds: 3, all: make(chan struct{})}, Recorder: events,
+	r := &Reconciler{Client: c, APIReader: liveReads{}, Recorder: events,
 		Defaults: policy.Config{DefaultImage: "memcached:test"}}
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -105,6 +106,7 @@ var _ = Describe("Memcached controller without webhooks", func() {
 		Consistently(func(g Gomega) {
 			cur := &appsv1.Deployment{}
 			g.Expect(k8s.Get(ctx, key(theirs), cur)).To(Succeed())
+			g.Expect(cur.ResourceVersion).To(Equal(theirs.ResourceVersion), "not written at all")
 			g.Expect(cur.OwnerReferences).To(BeEmpty())
 			g.Expect(cur.Labels).To(Equal(map[string]string{"app": "mine"}))
 			g.Expect(*cur.Spec.Replicas).To(Equal(int32(2)))
@@ -119,6 +121,33 @@ var _ = Describe("Memcached controller without webhooks", func() {
 			g.Expect(metav1.IsControlledBy(d, mc)).To(BeTrue())
 		}).Should(Succeed())
 		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
+	})
+
+	It("writes nothing to a Service or PodDisruptionBudget of its name that it does not control", func() {
+		// The operator's cache never holds these (they lack its labels): its
+		// create-only apply must come back Conflict without changing them.
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns, Labels: map[string]string{"app": "mine"}},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mine"}}}}
+		Expect(k8s.Create(ctx, svc)).To(Succeed())
+		Expect(k8s.Create(ctx, pdb)).To(Succeed())
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Reason", cachev1alpha1.ReasonNameConflict),
+			HaveField("Message", ContainSubstring("Service "+ns+"/memcached-sample")),
+			HaveField("Message", ContainSubstring("PodDisruptionBudget "+ns+"/memcached-sample"))))
+		By("the fleet's own Deployment is created all the same")
+		Eventually(func(g Gomega) { g.Expect(metav1.IsControlledBy(deploymentOf(mc)(g), mc)).To(BeTrue()) }).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for _, o := range []client.Object{svc, pdb} {
+				cur := o.DeepCopyObject().(client.Object)
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), cur)).To(Succeed())
+				g.Expect(cur.GetResourceVersion()).To(Equal(o.GetResourceVersion()), "%T not written at all", o)
+			}
+		}).Should(Succeed())
 	})
 
 	It("keeps status it could not observe when a phase fails, and runs the other phases", func() {
