@@ -313,7 +313,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		Expect(count[target]).To(BeNumerically(">=", 2), "a node with two pods: %v", count)
 
 		stop := availability(ctx, availabilityNamespace, "drained")
-		load := startProbe(ctx, availabilityNamespace, "load", avoiding(target), "load", "drained."+availabilityNamespace+".svc.cluster.local", "11211", "100", "100s")
+		load := startProbe(ctx, availabilityNamespace, "load", avoiding(target), "load", "drained."+availabilityNamespace+".svc.cluster.local", "11211", "100", "5m")
 		probeRunning(ctx, load)
 		start := time.Now()
 		// Only the fleet's pods are evicted (the node is cordoned all the
@@ -324,6 +324,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		drainTook := time.Since(start)
 		nodesAfter := fleetReady("drained", size)
 		least := stop()
+		stopProbe(ctx, load)
 		res := parseLoad(probeLog(ctx, load))
 		AddReportEntry("drain of "+target, fmt.Sprintf("%d fleet pods moved in %s; least pods ready during it %d of %d; load: %s",
 			count[target], drainTook.Round(time.Second), least, size, res))
@@ -340,13 +341,14 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		mustRun(kubectlApply(fleetManifest("rolled", "  size: 3\n")))
 		before := fleetReady("rolled", size)
 		stop := availability(ctx, availabilityNamespace, "rolled")
-		load := startProbe(ctx, availabilityNamespace, "load", nil, "load", "rolled."+availabilityNamespace+".svc.cluster.local", "11211", "100", "60s")
+		load := startProbe(ctx, availabilityNamespace, "load", nil, "load", "rolled."+availabilityNamespace+".svc.cluster.local", "11211", "100", "5m")
 		probeRunning(ctx, load)
 		mustRun(kubectl("patch", "memcached", "rolled", "-n", availabilityNamespace, "--type=merge", "-p", `{"spec":{"podAnnotations":{"rollout":"1"}}}`))
 		after := fleetReady("rolled", size)
 		for _, pod := range before {
 			Expect(after).NotTo(ContainElement(pod), "every pod replaced")
 		}
+		stopProbe(ctx, load)
 		res := parseLoad(probeLog(ctx, load))
 		least := stop()
 		AddReportEntry("rollout under load", fmt.Sprintf("least pods ready %d of %d; load: %s", least, size, res))

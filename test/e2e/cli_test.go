@@ -133,6 +133,22 @@ func probePod(ns, name string, shape func(*corev1.PodSpec), args ...string) *cor
 }
 
 // probeLog waits until a probe pod has succeeded and returns its log.
+// stopProbe ends a probe's load now: a load covers the steps of its spec,
+// however long they take, and fails the spec when it ended before them.
+func stopProbe(ctx context.Context, pod *corev1.Pod) {
+	GinkgoHelper()
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "the load of %s ended before the steps it covers", pod.Name)
+	// The signalled load exits at once, and its container with it, which may
+	// end this exec'd command first (exit 137): what counts is that the load
+	// then ends, with its report (probeLog).
+	_, _ = kubectl("exec", "-n", pod.Namespace, pod.Name, "--", "/probe", "stop", "1")
+	Eventually(func(g Gomega) corev1.PodPhase {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		return pod.Status.Phase
+	}).WithTimeout(time.Minute).ShouldNot(Equal(corev1.PodRunning), "the load of %s ignored its stop", pod.Name)
+}
+
 func probeLog(ctx context.Context, pod *corev1.Pod) string {
 	GinkgoHelper()
 	Eventually(func(g Gomega) corev1.PodPhase {

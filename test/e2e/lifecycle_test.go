@@ -254,11 +254,12 @@ spec: {size: 2}
 		uids = fleetUIDs(ctx)
 		Expect(uids).To(HaveLen(2 * lifecycleFleets))
 		for _, name := range fleets {
-			// 20 set/get pairs a second per fleet, for longer than the
-			// upgrade, rollback and refused downgrade take (95 s measured); checked at the end.
-			// The load outlives this spec: it goes with the namespace.
+			// 20 set/get operations a second per fleet, until the last step
+			// stops them (the bound is the probe's 10 minutes); a client that
+			// ended sooner fails that step. The load outlives this spec: it
+			// goes with the namespace.
 			load := probePod(lifecycleNamespace, "load-"+name, nil,
-				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "180s")
+				"load", name+"."+lifecycleNamespace+".svc.cluster.local", "11211", "20", "9m")
 			Expect(k8s.Create(ctx, load)).To(Succeed())
 			loads = append(loads, load)
 		}
@@ -338,6 +339,9 @@ spec: {size: 2}
 		stopAvailability = nil
 		Expect(drops).To(BeEmpty(), "a fleet was seen not Available")
 		var total loadResult
+		for _, l := range loads {
+			stopProbe(ctx, l)
+		}
 		for _, l := range loads {
 			res := parseLoad(probeLog(ctx, l))
 			total.ops += res.ops

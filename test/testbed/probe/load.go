@@ -35,9 +35,11 @@ func (r loadReport) String() string {
 // key; the others get a key set earlier (a miss there is a key lost) or, one
 // in four, a key never set (a miss by design, so hit ratios are not 1).
 // It runs at rate operations per second for d, within maxRate and
-// maxDuration, and re-resolves the name every second so servers that come
-// and go are followed.
-func load(name string, port string, rate int, d time.Duration) (loadReport, error) {
+// maxDuration, or until stop closes (a test ends its load when the steps it
+// covers are done, so it neither waits out a guess nor ends before them),
+// and re-resolves the name every second so servers that come and go are
+// followed.
+func load(name string, port string, rate int, d time.Duration, stop <-chan struct{}) (loadReport, error) {
 	if rate <= 0 || rate > maxRate || d <= 0 || d > maxDuration {
 		return loadReport{}, fmt.Errorf("rate must be 1..%d/s and duration up to %s", maxRate, maxDuration)
 	}
@@ -73,7 +75,12 @@ func load(name string, port string, rate int, d time.Duration) (loadReport, erro
 	end := time.Now().Add(d)
 	lastResolve := time.Now()
 	for i := 0; time.Now().Before(end); i++ {
-		<-tick.C
+		select {
+		case <-tick.C:
+		case <-stop:
+			rep.servers = len(seen)
+			return rep, nil
+		}
 		if time.Since(lastResolve) > time.Second {
 			resolve()
 			lastResolve = time.Now()

@@ -3,6 +3,7 @@ package main
 import (
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestServerForMovesOnlyTheLostServersKeys: when one server of three goes,
@@ -29,5 +30,32 @@ func TestServerForMovesOnlyTheLostServersKeys(t *testing.T) {
 	}
 	if serverFor("k", nil) != "" {
 		t.Error("a server chosen among none")
+	}
+}
+
+// A test ends its load when the steps it covers are done: the report comes
+// at once, long before the duration it was started with.
+func TestLoadEndsWhenStopped(t *testing.T) {
+	stop := make(chan struct{})
+	done := make(chan loadReport)
+	go func() {
+		// Nothing listens there: every operation fails, which is still load.
+		rep, err := load("127.0.0.1", "1", 50, maxDuration, stop)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	close(stop)
+	select {
+	case rep := <-done:
+		if rep.ops != rep.failed {
+			t.Fatalf("operations against a closed port succeeded: %v", rep)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("load ignored its stop")
+	}
+	if stopLoad("0x") == 0 || stopLoad("999999999") == 0 {
+		t.Fatal("stop reported success without a load to stop")
 	}
 }

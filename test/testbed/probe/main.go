@@ -54,19 +54,24 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION, probe stop PID")
 		os.Exit(2)
 	}
 	mode, arg := os.Args[1], os.Args[2]
 	if mode == "load" {
 		os.Exit(runLoad(os.Args[2:]))
+	}
+	if mode == "stop" {
+		os.Exit(stopLoad(arg))
 	}
 	if mode == "reach" {
 		os.Exit(reach(os.Args[2:], memcached))
@@ -315,11 +320,31 @@ func runLoad(args []string) int {
 		fmt.Fprintln(os.Stderr, "load: bad RATE or DURATION:", err1, err2)
 		return 2
 	}
-	rep, err := load(args[0], args[1], rate, d)
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	go func() { <-sig; close(stop) }()
+	rep, err := load(args[0], args[1], rate, d, stop)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		return 2
 	}
 	fmt.Println(rep)
+	return 0
+}
+
+// stopLoad ends a running `probe load` early (SIGUSR1): run in the load's
+// container with `kubectl exec POD -- /probe stop 1`, where the load is PID 1.
+// It fails when no such process runs, which tells the test its load ended
+// before the steps it was meant to cover.
+func stopLoad(arg string) int {
+	pid, err := strconv.Atoi(arg)
+	if err == nil {
+		err = syscall.Kill(pid, syscall.SIGUSR1)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stop:", err)
+		return 1
+	}
 	return 0
 }
