@@ -21,12 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/metricsauth"
 	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/internal/webhookcert"
 	"github.com/example/memcached-operator/webhooks"
@@ -134,7 +135,7 @@ func run(o options) error {
 		TLSOpts:       tlsOpts,
 	}
 	if o.secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metricsOpts.FilterProvider = metricsauth.Filter
 	}
 
 	restCfg := ctrl.GetConfigOrDie()
