@@ -14,7 +14,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,7 +73,6 @@ type guard struct {
 	access accessReviews
 	now    func() time.Time
 
-	mu    sync.Mutex
 	users ttlCache[*authenticationv1.UserInfo]
 	rules ttlCache[bool]
 }
@@ -117,12 +118,8 @@ func bearer(req *http.Request) (string, bool) {
 // authenticate returns the user a token names, or nil when the API server
 // does not accept it. Tokens are cached by their hash, never kept.
 func (g *guard) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
-	key := fmt.Sprintf("%x", sha256.Sum256([]byte(token)))
-	now := g.now()
-	g.mu.Lock()
-	user, ok := g.users.get(key, now)
-	g.mu.Unlock()
-	if ok {
+	key, now := hashKey(token), g.now()
+	if user, ok := g.users.get(key, now); ok {
 		return user, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -131,29 +128,24 @@ func (g *guard) authenticate(ctx context.Context, token string) (*authentication
 	if err != nil {
 		return nil, fmt.Errorf("TokenReview: %w", err)
 	}
+	var user *authenticationv1.UserInfo
 	if res.Status.Authenticated && res.Status.Error == "" {
 		user = res.Status.User.DeepCopy()
 	}
-	g.mu.Lock()
 	g.users.put(key, user, now.Add(authnTTL))
-	g.mu.Unlock()
 	return user, nil
 }
 
 // authorize asks whether user may use verb on the non-resource path.
 func (g *guard) authorize(ctx context.Context, user *authenticationv1.UserInfo, verb, path string) (bool, error) {
 	extra := map[string]authorizationv1.ExtraValue{}
-	keyParts := []string{user.Username, user.UID, verb, path, strings.Join(user.Groups, ",")}
-	for k, v := range user.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
-		keyParts = append(keyParts, k+"="+strings.Join(v, ","))
+	parts := []string{user.Username, user.UID, verb, path, strings.Join(user.Groups, ",")}
+	for _, k := range slices.Sorted(maps.Keys(user.Extra)) {
+		extra[k] = authorizationv1.ExtraValue(user.Extra[k])
+		parts = append(parts, k+"="+strings.Join(user.Extra[k], ","))
 	}
-	key := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(keyParts, "\x00"))))
-	now := g.now()
-	g.mu.Lock()
-	allowed, ok := g.rules.get(key, now)
-	g.mu.Unlock()
-	if ok {
+	key, now := hashKey(parts...), g.now()
+	if allowed, ok := g.rules.get(key, now); ok {
 		return allowed, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -165,19 +157,26 @@ func (g *guard) authorize(ctx context.Context, user *authenticationv1.UserInfo, 
 	if err != nil {
 		return false, fmt.Errorf("SubjectAccessReview: %w", err)
 	}
-	allowed = res.Status.Allowed && !res.Status.Denied
+	allowed := res.Status.Allowed && !res.Status.Denied
 	ttl := denyTTL
 	if allowed {
 		ttl = allowTTL
 	}
-	g.mu.Lock()
 	g.rules.put(key, allowed, now.Add(ttl))
-	g.mu.Unlock()
 	return allowed, nil
 }
 
-// ttlCache keeps answers until they expire, and at most maxEntries of them.
-type ttlCache[V any] struct{ m map[string]ttlEntry[V] }
+// hashKey is a cache key that keeps no token or user name in memory.
+func hashKey(parts ...string) string {
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(parts, "\x00"))))
+}
+
+// ttlCache keeps answers until they expire, and at most maxEntries of them;
+// scrapes come concurrently.
+type ttlCache[V any] struct {
+	mu sync.Mutex
+	m  map[string]ttlEntry[V]
+}
 
 type ttlEntry[V any] struct {
 	v       V
@@ -185,6 +184,8 @@ type ttlEntry[V any] struct {
 }
 
 func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok || !now.Before(e.expires) {
 		var zero V
@@ -194,6 +195,8 @@ func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
 }
 
 func (c *ttlCache[V]) put(key string, v V, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxEntries {
 		// Dropping everything is rare (over a thousand live callers) and
 		// costs only fresh reviews.
