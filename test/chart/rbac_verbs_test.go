@@ -14,11 +14,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -103,6 +106,24 @@ func grantedVerbs(objs []*unstructured.Unstructured, name string) sets.Set[strin
 	return out
 }
 
+// strangersNamed creates, under name, a Deployment, a Service, a
+// PodDisruptionBudget and a NetworkPolicy that no Memcached controls.
+func strangersNamed(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	meta := metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "theirs"}}
+	sel := &metav1.LabelSelector{MatchLabels: meta.Labels}
+	for _, o := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "theirs:1"}}}}}},
+		&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: meta.Labels, Ports: []corev1.ServicePort{{Port: 80}}}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: ptr.To(intstr.FromInt32(1))}},
+		&networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel}},
+	} {
+		Expect(k8sClient.Create(ctx, o)).To(Succeed())
+	}
+}
+
 // unobservable are granted verbs no request shows: the API server checks
 // them on the operator's behalf.
 var unobservable = map[string]string{
@@ -163,6 +184,14 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
 			"policy poddisruptionbudgets delete", "core pods patch"))
+
+		By("a fleet whose name someone else's objects hold: each create-only apply answers Conflict, and the operator reads the object to say whose it is")
+		strangersNamed(ctx, "team-b", "verbs-taken")
+		taken := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-taken"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)}}}
+		Expect(k8sClient.Create(ctx, taken)).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
+			"apps deployments get", "core services get", "policy poddisruptionbudgets get", "networking.k8s.io networkpolicies get"))
 
 		granted := grantedVerbs(objs, sa)
 		seen := rec.verbs()
