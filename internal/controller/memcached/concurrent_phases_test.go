@@ -60,17 +60,6 @@ func (liveReads) Get(_ context.Context, key client.ObjectKey, obj client.Object,
 	return fmt.Errorf("live read of %T %s", obj, key)
 }
 
-// newFleetOf3 is a scheme for the fake API and a new fleet of 3 to put in it.
-func newFleetOf3(g Gomega) (*runtime.Scheme, *cachev1alpha1.Memcached) {
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	return scheme, &cachev1alpha1.Memcached{
-		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
-		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
-	}
-}
-
 // TestNewFleetObjectsAreWrittenAtOnce: a new fleet's Deployment, Service and
 // PodDisruptionBudget are applied concurrently in one pass, one request each
 // (no live read first), its first status is written at the same time and
@@ -78,7 +67,13 @@ func newFleetOf3(g Gomega) (*runtime.Scheme, *cachev1alpha1.Memcached) {
 // order.
 func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	g := NewWithT(t)
-	scheme, mc := newFleetOf3(g)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}
 
 	var (
 		mu      sync.Mutex
@@ -126,7 +121,13 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 // exactly the pass's status (computed over what the first write left).
 func TestStatusWrittenAheadIsCorrectedWhenAPhaseFails(t *testing.T) {
 	g := NewWithT(t)
-	scheme, mc := newFleetOf3(g)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}
 	writes := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
