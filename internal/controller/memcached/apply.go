@@ -35,23 +35,16 @@ import (
 // live receives the object as the API server last returned it (the apply's
 // answer, or the cached copy when nothing was sent), so status is computed
 // from the object after this pass, never from the one before it.
-//
-// sending, when not nil, is called just before an apply is sent, with the
-// fields the operator owned (nil for a create).
 func applyIfChanged[O client.Object, A interface {
 	runtime.ApplyConfiguration
 	WithResourceVersion(string) A
 }](
 	ctx context.Context, r *Reconciler, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
-	extract func(O, string) (A, error), sending func(current A),
+	extract func(O, string) (A, error),
 ) (created bool, err error) {
 	key := client.ObjectKeyFromObject(mc)
 	switch err := r.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
-		if sending != nil {
-			var none A
-			sending(none)
-		}
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := r.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:
@@ -83,9 +76,6 @@ func applyIfChanged[O client.Object, A interface {
 		if apiequality.Semantic.DeepEqual(current, desired) {
 			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
-		}
-		if sending != nil {
-			sending(current)
 		}
 	}
 	applyRequests.WithLabelValues(kind, applySent).Inc()

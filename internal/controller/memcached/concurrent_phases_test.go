@@ -11,10 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -27,9 +25,9 @@ import (
 	"github.com/example/memcached-operator/internal/policy"
 )
 
-// barrier holds each write of a pass (an owned object's apply, the status)
-// until all have been sent, so a pass that made them one after another never
-// gets past the first (it gives up after a while and says so).
+// barrier holds each apply of an owned object until all kinds have sent
+// theirs, so a pass whose phases ran one after another never gets past the
+// first (it gives up after a while and says so).
 type barrier struct {
 	kinds   int
 	mu      sync.Mutex
@@ -37,7 +35,7 @@ type barrier struct {
 	all     chan struct{}
 }
 
-func (b *barrier) wait(obj any) error {
+func (b *barrier) wait(obj runtime.ApplyConfiguration) error {
 	b.mu.Lock()
 	b.arrived++
 	if b.arrived == b.kinds {
@@ -48,7 +46,7 @@ func (b *barrier) wait(obj any) error {
 	case <-b.all:
 		return nil
 	case <-time.After(5 * time.Second):
-		return fmt.Errorf("write of %T waited alone: the owned objects' phases and the status did not run at once", obj)
+		return fmt.Errorf("apply of %T waited alone: the owned objects' phases did not run at once", obj)
 	}
 }
 
@@ -62,9 +60,8 @@ func (liveReads) Get(_ context.Context, key client.ObjectKey, obj client.Object,
 
 // TestNewFleetObjectsAreWrittenAtOnce: a new fleet's Deployment, Service and
 // PodDisruptionBudget are applied concurrently in one pass, one request each
-// (no live read first), its first status is written at the same time and
-// once, and the pass reports one Created event naming the three in a fixed
-// order.
+// (no live read first), and the pass reports one Created event naming the
+// three in a fixed order.
 func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	scheme := runtime.NewScheme()
@@ -78,8 +75,7 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		applied []string
-		b       = &barrier{kinds: 4, all: make(chan struct{})}
-		status  []cachev1alpha1.MemcachedStatus
+		b       = &barrier{kinds: 3, all: make(chan struct{})}
 	)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -90,14 +86,6 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 				return err
 			}
 			return c.Apply(ctx, obj, opts...)
-		}, SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			mu.Lock()
-			status = append(status, obj.(*cachev1alpha1.Memcached).Status)
-			mu.Unlock()
-			if err := b.wait(nil); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
 	events := events.NewFakeRecorder(10)
 	r := &Reconciler{Client: c, APIReader: liveReads{}, Recorder: events,
@@ -105,49 +93,8 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(applied).To(HaveLen(3), "one apply per owned object")
-	g.Expect(status).To(HaveLen(1), "the status written ahead of the applies is the pass's status")
-	g.Expect(status[0].ObservedGeneration).To(Equal(int64(1)))
-	g.Expect(meta.FindStatusCondition(status[0].Conditions, cachev1alpha1.ConditionAvailable)).To(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Message", "0 of 3 pods available")))
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), obj)).To(Succeed())
 	}
 	g.Expect(events.Events).To(Receive(Equal("Normal Created created Deployment, Service and PodDisruptionBudget for cache")))
-}
-
-// TestStatusWrittenAheadIsCorrectedWhenAPhaseFails: the status written at
-// the same time as the applies assumes they succeed; when one fails, the
-// pass writes the status that says so, and what the API server holds is
-// exactly the pass's status (computed over what the first write left).
-func TestStatusWrittenAheadIsCorrectedWhenAPhaseFails(t *testing.T) {
-	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	mc := &cachev1alpha1.Memcached{
-		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
-		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
-	}
-	writes := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
-		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if _, ok := obj.(*corev1ac.ServiceApplyConfiguration); ok {
-				return fmt.Errorf("etcdserver: request timed out")
-			}
-			return c.Apply(ctx, obj, opts...)
-		}, SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			writes++
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		}}).Build()
-	r := &Reconciler{Client: c, APIReader: liveReads{}, Recorder: events.NewFakeRecorder(10),
-		Defaults: policy.Config{DefaultImage: "memcached:test"}}
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
-	g.Expect(err).To(MatchError(ContainSubstring("etcdserver: request timed out")))
-	g.Expect(writes).To(Equal(2), "the status written ahead, then the one that reports the failure")
-	stored := &cachev1alpha1.Memcached{}
-	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), stored)).To(Succeed())
-	g.Expect(meta.FindStatusCondition(stored.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(And(
-		HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("applying Service"))))
-	g.Expect(meta.FindStatusCondition(stored.Status.Conditions, cachev1alpha1.ConditionReconciling)).To(
-		HaveField("Message", ContainSubstring("request timed out")), "Reconciling says the pass failed, not only that the rollout started")
 }

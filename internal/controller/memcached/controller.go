@@ -138,9 +138,6 @@ type scope struct {
 	// heldFor is set when a progress-only status change was held back: the
 	// pass asks to run again then, when it is due.
 	heldFor time.Duration
-	// ahead writes the pass's status at the same time as the Deployment's
-	// apply; nil when the pass writes it only after its phases.
-	ahead *statusAhead
 }
 
 func (s *scope) markCreated(kind string) {
@@ -232,9 +229,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Nothing is built from a spec that breaks a rule, or that could not be
 	// checked against the running Deployment.
 	errs := []error{run("validate", r.validate)}
-	// Cache reads only, made before the owned objects are written so that
-	// the status can be written at the same time (statusAhead).
-	observed := []error{run("endpoints", r.observeEndpoints), run("pods", r.observeUnschedulable)}
 	switch {
 	case errs[0] != nil:
 	case len(s.invalid) > 0:
@@ -250,19 +244,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			errs = append(errs, err)
 			break
 		}
-		s.ahead = r.newStatusAhead(ctx, s)
 		owned := make([]error, len(ownedPhases))
 		var wg sync.WaitGroup
 		for i, p := range ownedPhases {
 			wg.Go(func() { owned[i] = run(p.name, p.run(r)) })
 		}
 		wg.Wait()
-		if st := s.ahead.wait(); st != nil {
-			s.memcached.Status = *st.DeepCopy()
-		}
 		errs = append(errs, owned...)
 	}
-	errs = append(errs, observed...)
+	errs = append(errs, run("endpoints", r.observeEndpoints), run("pods", r.observeUnschedulable))
 
 	var reported []error
 	terminating := false
@@ -343,50 +333,38 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	held, err := r.writeStatus(ctx, s.original, s.memcached)
-	s.heldFor = held
-	return err
-}
-
-// writeStatus writes updated's status over original's unless it is the
-// same, this process already wrote it over the same object, or it only
-// reports progress that --status-progress-interval holds back (the wait is
-// returned).
-func (r *Reconciler) writeStatus(ctx context.Context, original, updated *cachev1alpha1.Memcached) (time.Duration, error) {
-	key := client.ObjectKeyFromObject(updated)
+	if apiequality.Semantic.DeepEqual(s.original.Status, s.memcached.Status) {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(s.memcached)
 	now := r.clock()
-	base := original
 	var last *statusWrite
 	if v, ok := r.lastWrite.Load(key); ok {
 		last = v.(*statusWrite)
 	}
-	if last != nil && last.over == original.ResourceVersion {
-		// This process wrote a status over the object read here, which the
-		// cache has not brought back yet (a later pass), or this pass wrote
-		// it ahead of its applies: the API server holds that status, and a
-		// patch from the status read here would leave some of it in place.
-		base = original.DeepCopy()
-		base.Status = *last.status.DeepCopy()
+	// A pass that runs before this process's own last status write has
+	// reached the cache reads the object that write was computed over, and
+	// would send the same status again.
+	if last != nil && last.over == s.original.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, &s.memcached.Status) {
+		return nil
 	}
-	if apiequality.Semantic.DeepEqual(base.Status, updated.Status) {
-		return 0, nil
-	}
-	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&base.Status, &updated.Status) {
+	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&s.original.Status, &s.memcached.Status) {
 		if wait := r.ProgressInterval - now.Sub(last.at); wait > 0 {
-			return wait, nil
+			s.heldFor = wait
+			return nil
 		}
 	}
-	over := original.ResourceVersion
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(base)); err != nil {
-		return 0, fmt.Errorf("patching status of Memcached %s: %w", key, err)
+	over := s.original.ResourceVersion
+	if err := r.Client.Status().Patch(ctx, s.memcached, client.MergeFrom(s.original)); err != nil {
+		return fmt.Errorf("patching status of Memcached %s: %w", key, err)
 	}
-	r.lastWrite.Store(key, &statusWrite{at: now, over: over, status: updated.Status.DeepCopy()})
+	r.lastWrite.Store(key, &statusWrite{at: now, over: over, status: s.memcached.Status.DeepCopy()})
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
-		log.Info("Wrote status", "ready", conditionSummary(&updated.Status, cachev1alpha1.ConditionReady),
-			"was", conditionSummary(&base.Status, cachev1alpha1.ConditionReady),
-			"readyReplicas", updated.Status.ReadyReplicas, "nodes", len(updated.Status.Nodes))
+		log.Info("Wrote status", "ready", conditionSummary(&s.memcached.Status, cachev1alpha1.ConditionReady),
+			"was", conditionSummary(&s.original.Status, cachev1alpha1.ConditionReady),
+			"readyReplicas", s.memcached.Status.ReadyReplicas, "nodes", len(s.memcached.Status.Nodes))
 	}
-	return 0, nil
+	return nil
 }
 
 // SetupWithManager registers the controller. A Memcached is reconciled when

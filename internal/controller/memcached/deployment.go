@@ -93,11 +93,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 		spec = &held
 	}
 	dep := &appsv1.Deployment{}
-	desired := BuildDeployment(s.memcached, spec)
-	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, desired, appsv1ac.ExtractDeployment,
-		func(current *appsv1ac.DeploymentApplyConfiguration) {
-			s.ahead.start(predictDeployment(s.current, current, desired))
-		})
+	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, BuildDeployment(s.memcached, spec), appsv1ac.ExtractDeployment)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService, nil)
+	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService)
 	if created {
 		s.markCreated("Service")
 	}

@@ -67,19 +67,10 @@ type CertificateObservation struct {
 // updateStatus sets the status from what the phases observed; it reads no
 // API and writes nothing, so it can be table-tested.
 func (r *Reconciler) updateStatus(s *scope, errs []error) {
-	// Transitions are events from the status read, including any written
-	// ahead of the applies in this pass.
-	before := slices.Clone(s.original.Status.Conditions)
-	ComputeStatus(s.memcached, s.observation(s.deployment, s.monitoring, errs))
-	r.recordTransitions(s, before)
-}
-
-// observation is what the pass saw, with the Deployment and ServiceMonitor
-// outcomes given: the phases that set them may still be running.
-func (s *scope) observation(dep *appsv1.Deployment, mon *monitoringState, errs []error) Observation {
+	before := slices.Clone(s.memcached.Status.Conditions)
 	o := Observation{
-		Spec: s.spec, Deployment: dep, Nodes: s.nodes, NodesObserved: s.nodesObserved,
-		Invalid: s.invalid, Errors: errs, Monitoring: mon,
+		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
+		Invalid: s.invalid, Errors: errs, Monitoring: s.monitoring,
 		Unschedulable: s.unschedulable, UnschedulableMessage: s.unschedulableMsg,
 	}
 	if s.auth != nil {
@@ -88,7 +79,8 @@ func (s *scope) observation(dep *appsv1.Deployment, mon *monitoringState, errs [
 	if t := s.tls; t != nil {
 		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message, Removed: t.removed}
 	}
-	return o
+	ComputeStatus(s.memcached, o)
+	r.recordTransitions(s, before)
 }
 
 // ComputeStatus derives the status of mc from one pass's observation. What
