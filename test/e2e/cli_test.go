@@ -132,7 +132,6 @@ func probePod(ns, name string, shape func(*corev1.PodSpec), args ...string) *cor
 	return pod
 }
 
-// probeLog waits until a probe pod has succeeded and returns its log.
 // stopProbe ends a probe's load now: a load covers the steps of its spec,
 // however long they take, and fails the spec when it ended before them.
 func stopProbe(ctx context.Context, pod *corev1.Pod) {
@@ -149,6 +148,7 @@ func stopProbe(ctx context.Context, pod *corev1.Pod) {
 	}).WithTimeout(time.Minute).ShouldNot(Equal(corev1.PodRunning), "the load of %s ignored its stop", pod.Name)
 }
 
+// probeLog waits until a probe pod has succeeded and returns its log.
 func probeLog(ctx context.Context, pod *corev1.Pod) string {
 	GinkgoHelper()
 	Eventually(func(g Gomega) corev1.PodPhase {

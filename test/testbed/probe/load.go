@@ -74,12 +74,12 @@ func load(name string, port string, rate int, d time.Duration, stop <-chan struc
 	defer tick.Stop()
 	end := time.Now().Add(d)
 	lastResolve := time.Now()
+loop:
 	for i := 0; time.Now().Before(end); i++ {
 		select {
 		case <-tick.C:
 		case <-stop:
-			rep.servers = len(seen)
-			return rep, nil
+			break loop
 		}
 		if time.Since(lastResolve) > time.Second {
 			resolve()
