@@ -41,7 +41,7 @@ func TestOwnObjectTheCacheHasNotSeen(t *testing.T) {
 			}
 			return c.Apply(ctx, obj, opts...)
 		}}).Build()
-	cacheMiss := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+	cacheMiss := interceptor.NewClient(c, interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "cache")
 		}})
