@@ -36,8 +36,12 @@ const clkTck = 100
 type operatorProc struct {
 	bin, dir, kubeconfig                           string
 	webhookPort, probePort, metricsPort, pprofPort int
-	cmd                                            *exec.Cmd
-	exited                                         chan struct{}
+	// memoryLimit, when set, runs the operator in a memory cgroup of that
+	// limit (memcg), as a container with resources.limits.memory.
+	memoryLimit string
+	cg          *memcg
+	cmd         *exec.Cmd
+	exited      chan struct{}
 }
 
 // operatorMemoryTarget is what the chart's default memory request makes the
@@ -194,6 +198,16 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 	}
 	o.cmd, o.exited = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(o.exited) }()
+	if o.memoryLimit != "" {
+		cg, err := newMemcg("memcached-bench-operator", o.memoryLimit)
+		if err == nil {
+			o.cg, err = cg, cg.add(cmd.Process.Pid)
+		}
+		if err != nil {
+			_ = o.stop()
+			return fmt.Errorf("operator's memory cgroup: %w", err)
+		}
+	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", o.probePort)
 	if err := waitHTTP(ctx, "operator", url, nil, time.Minute); err != nil {
 		_ = o.stop()
@@ -215,6 +229,12 @@ func (o *operatorProc) stop() error {
 		<-o.exited
 	}
 	o.cmd = nil
+	if o.cg != nil {
+		// Each run's peak is its own, as VmHWM is.
+		err := o.cg.remove()
+		o.cg = nil
+		return err
+	}
 	return nil
 }
 
@@ -227,13 +247,25 @@ type procStats struct {
 	RSSAnonMiB float64 `json:"rssAnonMiB"`
 	RSSFileMiB float64 `json:"rssFileMiB"`
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// MajorFaults are page faults that read from the disk: under a memory
+	// limit, the binary's pages reclaimed and read again.
+	MajorFaults int64 `json:"majorFaults"`
+	// Memcg is the memory cgroup's account, when the operator runs in one.
+	Memcg *memcgStats `json:"memcg,omitempty"`
 }
 
 func (o *operatorProc) stats() (procStats, error) {
 	if o.cmd == nil {
 		return procStats{}, fmt.Errorf("operator not running")
 	}
-	return readProcStats(o.cmd.Process.Pid)
+	st, err := readProcStats(o.cmd.Process.Pid)
+	if err == nil && o.cg != nil {
+		var m memcgStats
+		if m, err = o.cg.stats(); err == nil {
+			st.Memcg = &m
+		}
+	}
+	return st, err
 }
 
 // readProcStats reads VmHWM and VmRSS from /proc/PID/status and utime+stime
@@ -270,6 +302,7 @@ func readProcStats(pid int) (procStats, error) {
 	utime, _ := strconv.ParseFloat(stat[11], 64)
 	stime, _ := strconv.ParseFloat(stat[12], 64)
 	st.CPUSeconds = (utime + stime) / clkTck
+	st.MajorFaults, _ = strconv.ParseInt(stat[9], 10, 64)
 	return st, nil
 }
 

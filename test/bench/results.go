@@ -29,6 +29,7 @@ type results struct {
 		KwokPodReady                      string
 		OperatorClientQPS                 string
 		OperatorMemoryTarget              string
+		OperatorMemoryLimit               string `json:",omitempty"`
 	} `json:"config"`
 	Reference       *pairResult       `json:"reference,omitempty"`
 	Operator        *pairResult       `json:"operator,omitempty"`
@@ -49,6 +50,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.KwokPodReady = "1.0-1.2 s after scheduling (kwok stage pod-ready with delay)"
 	c.OperatorClientQPS = "no client-side limit (controller-runtime default QPS -1; the operator has no QPS/burst flags)"
 	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
+	c.OperatorMemoryLimit = f.operatorMemoryLimit
 	return r
 }
 
@@ -178,6 +180,12 @@ func (r *results) evaluate() {
 		}
 		add(target{Name: "peak RSS " + atN + fmt.Sprintf(" (%d pods)", r.Config.N*r.Config.Size), Value: fmt.Sprintf("%.1f MiB", op.PeakRSSMiB),
 			Limit: "≤ 64 MiB at N=1000", Met: timing(op.PeakRSSMiB <= 64), Note: rssNote})
+		if p := r.OperatorProcess; p != nil && p.Memcg != nil {
+			m := p.Memcg
+			add(target{Name: fmt.Sprintf("under a %.0f MiB memory limit (cgroup)", m.LimitMiB), Limit: "reported",
+				Value: fmt.Sprintf("peak charged %.1f MiB, working set %.1f MiB, %d OOM kills, %d major faults", m.PeakMiB, m.WorkingSetMiB, m.OOMKills, p.MajorFaults),
+				Note:  "working set = usage - inactive file pages, as the kubelet counts it; the limit reclaims the binary's file pages before it kills"})
+		}
 		add(target{Name: "CPU seconds per fleet, converge", Value: fmt.Sprintf("%.4f (%.1fs total)", op.CPUSecondsPerFleet, op.CPUSeconds), Limit: "reported"})
 	}
 	if r.Operator != nil && r.Operator.Resize != nil {

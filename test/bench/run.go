@@ -31,6 +31,7 @@ type runFlags struct {
 	sweepWorkers, sweepN       string
 	ci                         bool
 	operatorBin                string
+	operatorMemoryLimit        string
 	profileSeconds             int
 }
 
@@ -51,6 +52,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.sweepN, "sweep-n", "", "Fleet counts for the converge-vs-N curve (at -workers), e.g. 50,100,200.")
 	fs.BoolVar(&f.ci, "ci", false, "Check the bench's own correctness (every fleet converges, 0 idle and restart writes, 0 admission errors); report times without judging them.")
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
+	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
 	_ = fs.Parse(args)
 	if f.operatorBin == "" {
@@ -113,6 +115,7 @@ func newBench(ctx context.Context, f runFlags) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
+	op.memoryLimit = f.operatorMemoryLimit
 	b := &bench{f: f, s: s, out: out, admin: admin, op: op, wallT0: time.Now(),
 		audit: &auditReader{path: s.auditLog(), marker: marker},
 		res:   newResults(f, s)}
