@@ -1,6 +1,9 @@
 package memcached_test
 
 import (
+	"context"
+	"encoding/json"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,12 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -148,6 +154,58 @@ var _ = Describe("Memcached controller without webhooks", func() {
 				g.Expect(cur.GetResourceVersion()).To(Equal(o.GetResourceVersion()), "%T not written at all", o)
 			}
 		}).Should(Succeed())
+	})
+
+	It("re-applies its own objects without the create-only precondition when its cache has not seen them yet", func() {
+		mc := sample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(metav1.IsControlledBy(deploymentOf(mc)(g), mc)).To(BeTrue()) }).Should(Succeed())
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &corev1.Service{}).Should(Succeed())
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &policyv1.PodDisruptionBudget{}).Should(Succeed())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+
+		By("a pass whose cache misses the Deployment, Service and PodDisruptionBudget, against the real API server")
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		var (
+			mu   sync.Mutex
+			read string
+			sent = map[string][]string{}
+		)
+		stale := interceptor.NewClient(direct, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				switch obj.(type) {
+				case *appsv1.Deployment, *corev1.Service, *policyv1.PodDisruptionBudget:
+					return apierrors.NewNotFound(schema.GroupResource{}, k.Name)
+				}
+				err := c.Get(ctx, k, obj, opts...)
+				if _, ok := obj.(*cachev1alpha1.Memcached); ok {
+					read = obj.GetResourceVersion()
+				}
+				return err
+			},
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				raw, err := json.Marshal(obj)
+				Expect(err).NotTo(HaveOccurred())
+				u := &unstructured.Unstructured{}
+				Expect(u.UnmarshalJSON(raw)).To(Succeed())
+				mu.Lock()
+				sent[u.GetKind()] = append(sent[u.GetKind()], u.GetResourceVersion())
+				mu.Unlock()
+				return c.Apply(ctx, obj, opts...)
+			},
+		})
+		r := &memcached.Reconciler{Client: stale, APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: testLimits}
+		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key(mc)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(read).NotTo(BeEmpty())
+		for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget"} {
+			Expect(sent).To(HaveKeyWithValue(kind, []string{read, ""}),
+				"%s: create-only first (the API server answers Conflict), then unconditional once read live and found ours", kind)
+		}
+		Expect(replicasOf(mc)(Default)).To(Equal(int32(2)), "the unconditional apply carries the change")
+		Expect(metav1.IsControlledBy(deploymentOf(mc)(Default), mc)).To(BeTrue())
+		Expect(condition(mc, cachev1alpha1.ConditionDegraded)(Default).Reason).NotTo(Equal(cachev1alpha1.ReasonNameConflict))
 	})
 
 	It("keeps status it could not observe when a phase fails, and runs the other phases", func() {
