@@ -53,16 +53,20 @@ func applyIfChanged[O client.Object, A interface {
 		case !apierrors.IsConflict(err):
 			return false, applyError(kind, key, err)
 		}
-		// Unconditional from here: the object is ours, or nothing is sent.
-		desired.WithResourceVersion("")
 		switch err := r.apiReader().Get(ctx, key, live); {
 		case apierrors.IsNotFound(err):
-			// Deleted since the Conflict: applied below, which creates it.
+			// Deleted since the Conflict: create-only again below.
 			created = true
 		case err != nil:
 			return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
 		case !metav1.IsControlledBy(live, mc):
 			return false, nameConflict(kind, live)
+		default:
+			// Ours: applied on the condition that it is still the object
+			// read. An empty resourceVersion is no way to drop the
+			// precondition: it is applied as a value, and kinds that refuse
+			// unconditional updates (PodDisruptionBudget) then refuse it.
+			desired.WithResourceVersion(live.GetResourceVersion())
 		}
 	case err != nil:
 		return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
