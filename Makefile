@@ -11,9 +11,12 @@ CONTAINER_TOOL ?= docker
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
-# One cgo setting for tests, tools and images: they then share one build cache.
+# One cgo setting and one set of build flags for tests, vet, lint, tools and
+# images: they then share one build cache. -trimpath because the image is
+# built with it (Dockerfile); without it everywhere, the operator's whole
+# dependency tree was compiled twice (measured in a cold CI run).
 export CGO_ENABLED := 0
-export GOFLAGS ?= -buildvcs=false
+export GOFLAGS ?= -buildvcs=false -trimpath
 
 STORE ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/memcached-operator
 export STORE

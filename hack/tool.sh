@@ -29,10 +29,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$HERE/versions.env"
 STORE=${STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/memcached-operator}
-# One cgo setting everywhere: tests, host binaries and image binaries then share
-# a single build cache instead of compiling Kubernetes twice.
+# One cgo setting and -trimpath everywhere (as the Makefile): tests, host
+# binaries and image binaries then share a single build cache instead of
+# compiling Kubernetes twice.
 export CGO_ENABLED=0
-export GOFLAGS=${GOFLAGS:--buildvcs=false}
+export GOFLAGS=${GOFLAGS:--buildvcs=false -trimpath}
 
 log() { printf '[tool] %s\n' "$*" >&2; }
 

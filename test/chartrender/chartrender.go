@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"sort"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -20,6 +19,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/example/memcached-operator/test/repo"
 )
 
 // KubeVersion is the Kubernetes version the chart is rendered for: the one
@@ -27,11 +28,9 @@ import (
 // they will there.
 var KubeVersion = chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
 
-// ChartDir is the operator chart's folder, found from this source file so that
-// tests in any package agree on it.
+// ChartDir is the operator chart's folder.
 func ChartDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "charts", "memcached-operator")
+	return filepath.Join(repo.Root(), "charts", "memcached-operator")
 }
 
 // Render renders the chart as release releaseName in namespace with values,

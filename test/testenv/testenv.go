@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,8 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/example/memcached-operator/test/repo"
 )
 
 // Options adds to the environment every suite shares.
@@ -40,12 +40,8 @@ func ServiceMonitorCRDDir() string {
 	return filepath.Join(RepoRoot(), "test", "testenv", "testdata", "crds")
 }
 
-// RepoRoot is the repository's top folder, found from this source file so that
-// tests in any package agree on it.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// RepoRoot is the repository's top folder.
+func RepoRoot() string { return repo.Root() }
 
 // ChartDir is the operator chart's folder.
 func ChartDir() string { return filepath.Join(RepoRoot(), "charts", "memcached-operator") }
