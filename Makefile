@@ -58,11 +58,13 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale, code is unformatted, vet/lint complain, or the chart README is stale.
+verify: manifests generate ## Fail when generated files are stale, code is unformatted, golangci-lint (go vet's analyzers included) complains, or the chart README is stale.
 	@git diff --exit-code -- apis $(CHART)/crds $(CHART)/generated || { echo 'generated files are stale: run make manifests generate and commit'; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- apis $(CHART)/crds $(CHART)/generated); [ -z "$$untracked" ] || { echo "generated files not committed: $$untracked"; exit 1; }
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed: $$out"; exit 1; }
-	$(MAKE) vet lint verify-chart
+	@# golangci-lint runs go vet's analyzers (govet): a separate go vet
+	@# would analyse every package and its dependencies a second time.
+	$(MAKE) lint verify-chart
 
 ##@ Test
 
@@ -106,12 +108,11 @@ test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPo
 	  $(if $(E2E_PREBUILD),start=$$SECONDS; flock _output/e2e-prebuild.lock true; echo "test-e2e: waited $$((SECONDS - start))s for E2E_PREBUILD to end";) exit $$rc
 
 # What verify and test would otherwise build cold: their tools, and the Go
-# and golangci-lint caches of vet, lint and every test binary (compiled with
+# and golangci-lint caches of lint and every test binary (compiled with
 # test's flags, none run). Nothing is judged here; verify and test judge.
 .PHONY: prebuild-checks
 prebuild-checks: ## Build the tools of verify and test and fill their build caches without running a check (CI's E2E_PREBUILD).
 	$(TOOL) helm4 controller-gen golangci-lint helm-docs helm promtool envtest >/dev/null
-	-go vet ./...
 	-$$($(TOOL) golangci-lint) run ./... >/dev/null
 	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 
