@@ -40,16 +40,18 @@ type operatorProc struct {
 	// limit (memcg), as a container with resources.limits.memory.
 	memoryLimit string
 	cg          *memcg
-	cmd         *exec.Cmd
-	exited      chan struct{}
+	// flags follow the bench's own on every start.
+	flags  []string
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // operatorMemoryTarget is what the chart's default memory request makes the
 // operator's heap aim at.
 const operatorMemoryTarget = "64Mi"
 
-func newOperatorProc(s *clusterState, bin, dir string) (*operatorProc, error) {
-	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator)}
+func newOperatorProc(s *clusterState, bin, dir string, flags []string) (*operatorProc, error) {
+	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator), flags: flags}
 	for _, p := range []*int{&o.webhookPort, &o.probePort, &o.metricsPort, &o.pprofPort} {
 		port, err := freePort()
 		if err != nil {
@@ -186,7 +188,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 		// Webhooks may only judge what the CRD schema allows, up to 1000.
 		"--max-size=1000",
 		"--memory-target=" + operatorMemoryTarget,
-	}, extra...)
+	}, append(o.flags, extra...)...)
 	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.kubeconfig)

@@ -30,6 +30,7 @@ type results struct {
 		OperatorClientQPS                 string
 		OperatorMemoryTarget              string
 		OperatorMemoryLimit               string `json:",omitempty"`
+		OperatorFlags                     string `json:",omitempty"`
 	} `json:"config"`
 	Reference       *pairResult       `json:"reference,omitempty"`
 	Operator        *pairResult       `json:"operator,omitempty"`
@@ -51,6 +52,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.OperatorClientQPS = "no client-side limit (controller-runtime default QPS -1; the operator has no QPS/burst flags)"
 	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
 	c.OperatorMemoryLimit = f.operatorMemoryLimit
+	c.OperatorFlags = f.operatorFlags
 	return r
 }
 

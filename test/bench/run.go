@@ -32,6 +32,7 @@ type runFlags struct {
 	ci                         bool
 	operatorBin                string
 	operatorMemoryLimit        string
+	operatorFlags              string
 	profileSeconds             int
 }
 
@@ -53,6 +54,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.ci, "ci", false, "Check the bench's own correctness (every fleet converges, 0 idle and restart writes, 0 admission errors); report times without judging them.")
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
 	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
+	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
 	_ = fs.Parse(args)
 	if f.operatorBin == "" {
@@ -111,7 +113,7 @@ func newBench(ctx context.Context, f runFlags) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := newOperatorProc(s, f.operatorBin, filepath.Join(out, "operator"))
+	op, err := newOperatorProc(s, f.operatorBin, filepath.Join(out, "operator"), strings.Fields(f.operatorFlags))
 	if err != nil {
 		return nil, err
 	}

@@ -362,7 +362,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Wrote status", "ready", conditionSummary(&s.memcached.Status, cachev1alpha1.ConditionReady),
 			"was", conditionSummary(&s.original.Status, cachev1alpha1.ConditionReady),
-			"readyReplicas", s.memcached.Status.ReadyReplicas, "nodes", len(s.memcached.Status.Nodes))
+			"readyReplicas", s.memcached.Status.ReadyReplicas, "nodes", len(s.memcached.Status.Nodes),
+			"changed", StatusChanges(&s.original.Status, &s.memcached.Status))
 	}
 	return nil
 }

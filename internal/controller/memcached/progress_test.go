@@ -59,3 +59,37 @@ func TestProgressOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusChanges: the log line of a status write names each difference,
+// and nothing when the statuses are equal.
+func TestStatusChanges(t *testing.T) {
+	g := NewWithT(t)
+	t0, t1 := metav1.Unix(100, 0), metav1.Unix(200, 0)
+	cond := func(typ string, s metav1.ConditionStatus, reason string, at metav1.Time, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, LastTransitionTime: at, Message: msg, ObservedGeneration: 1}
+	}
+	before := &cachev1alpha1.MemcachedStatus{ReadyReplicas: 1, Nodes: []string{"a"}, ObservedGeneration: 1, Conditions: []metav1.Condition{
+		cond("Available", metav1.ConditionFalse, "ReplicasNotReady", t0, "1 of 3"),
+		cond("Ready", metav1.ConditionFalse, "RollingOut", t0, "x"),
+		cond("Progressing", metav1.ConditionTrue, "RollingOut", t0, "x"),
+		cond("Degraded", metav1.ConditionFalse, "AsExpected", t0, ""),
+	}}
+	g.Expect(memcached.StatusChanges(before, before.DeepCopy())).To(BeEmpty())
+	after := before.DeepCopy()
+	after.ReadyReplicas, after.Nodes = 3, []string{"a", "b", "c"}
+	after.Conditions = []metav1.Condition{
+		cond("Available", metav1.ConditionTrue, "AllReplicasReady", t1, "3 of 3"),
+		cond("Ready", metav1.ConditionFalse, "RollingOut", t1, "x"),
+		cond("Progressing", metav1.ConditionTrue, "RollingOut", t0, "y"),
+		cond("Stalled", metav1.ConditionFalse, "AsExpected", t1, ""),
+	}
+	g.Expect(memcached.StatusChanges(before, after)).To(Equal([]string{
+		"Available: False/ReplicasNotReady -> True/AllReplicasReady",
+		"Ready: time",
+		"Progressing: message",
+		"Stalled: none -> False/AsExpected",
+		"Degraded: removed",
+		"nodes",
+		"readyReplicas",
+	}))
+}

@@ -360,3 +360,49 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 		r.Recorder.Eventf(mc, nil, eventType, c.Reason, "Reconcile", "%s is %s: %s", c.Type, c.Status, c.Message)
 	}
 }
+
+// StatusChanges names what differs between two statuses, for the log line
+// of a status write: a condition by type with its status and reason before
+// and after ("Ready: False/Rollout -> True/Available", or "Ready: time"
+// when only its transition time or message moved), and the other fields
+// by name.
+func StatusChanges(before, after *cachev1alpha1.MemcachedStatus) []string {
+	var out []string
+	for _, a := range after.Conditions {
+		b := meta.FindStatusCondition(before.Conditions, a.Type)
+		switch {
+		case b == nil:
+			out = append(out, a.Type+": none -> "+string(a.Status)+"/"+a.Reason)
+		case b.Status != a.Status || b.Reason != a.Reason:
+			out = append(out, a.Type+": "+string(b.Status)+"/"+b.Reason+" -> "+string(a.Status)+"/"+a.Reason)
+		case b.ObservedGeneration != a.ObservedGeneration:
+			out = append(out, a.Type+": generation")
+		case !b.LastTransitionTime.Equal(&a.LastTransitionTime):
+			out = append(out, a.Type+": time")
+		case b.Message != a.Message:
+			out = append(out, a.Type+": message")
+		}
+	}
+	for _, b := range before.Conditions {
+		if meta.FindStatusCondition(after.Conditions, b.Type) == nil {
+			out = append(out, b.Type+": removed")
+		}
+	}
+	fields := []struct {
+		name string
+		same bool
+	}{
+		{"nodes", slices.Equal(before.Nodes, after.Nodes)},
+		{"replicas", before.Replicas == after.Replicas},
+		{"readyReplicas", before.ReadyReplicas == after.ReadyReplicas},
+		{"selector", before.Selector == after.Selector},
+		{"effective", apiequality.Semantic.DeepEqual(before.Effective, after.Effective)},
+		{"observedGeneration", before.ObservedGeneration == after.ObservedGeneration},
+	}
+	for _, f := range fields {
+		if !f.same {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
