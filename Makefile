@@ -14,7 +14,8 @@ SHELL := /usr/bin/env bash -o pipefail
 # One cgo setting and one set of build flags for tests, vet, lint, tools and
 # images: they then share one build cache. -trimpath because the image is
 # built with it (Dockerfile); without it everywhere, the operator's whole
-# dependency tree was compiled twice (measured in a cold CI run).
+# dependency tree was compiled twice in a cold CI run (once for the bench's
+# -trimpath build, once for everything else).
 export CGO_ENABLED := 0
 export GOFLAGS ?= -buildvcs=false -trimpath
 
