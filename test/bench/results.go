@@ -186,7 +186,7 @@ func (r *results) evaluate() {
 			m := p.Memcg
 			add(target{Name: fmt.Sprintf("under a %.0f MiB memory limit (cgroup)", m.LimitMiB), Limit: "reported",
 				Value: fmt.Sprintf("peak charged %.1f MiB, working set %.1f MiB, %d OOM kills, %d major faults", m.PeakMiB, m.WorkingSetMiB, m.OOMKills, p.MajorFaults),
-				Note:  "working set = usage - inactive file pages, as the kubelet counts it; the limit reclaims the binary's file pages before it kills"})
+				Note:  "working set = usage - inactive file pages, as the kubelet counts it; page cache is charged to the cgroup that first read it, so the binary's pages count only when the cgroup loaded them (a fresh container does)"})
 		}
 		add(target{Name: "CPU seconds per fleet, converge", Value: fmt.Sprintf("%.4f (%.1fs total)", op.CPUSecondsPerFleet, op.CPUSeconds), Limit: "reported"})
 	}
