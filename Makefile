@@ -114,6 +114,7 @@ test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPo
 .PHONY: prebuild-checks
 prebuild-checks: ## Build the tools of verify and test and fill their build caches without running a check (CI's E2E_PREBUILD).
 	$(TOOL) helm4 controller-gen golangci-lint helm-docs helm promtool envtest >/dev/null
+	@mkdir -p _output
 	-$$($(TOOL) golangci-lint) run ./... >/dev/null
 	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 

@@ -203,7 +203,7 @@ var _ = Describe("Memcached controller without webhooks", func() {
 			Expect(sent).To(HaveKeyWithValue(kind, HaveExactElements(read, And(Not(BeEmpty()), Not(Equal(read))))),
 				"%s: create-only first (the API server answers Conflict), then on the condition of the resourceVersion read live", kind)
 		}
-		Expect(replicasOf(mc)(Default)).To(Equal(int32(2)), "the unconditional apply carries the change")
+		Expect(replicasOf(mc)(Default)).To(Equal(int32(2)), "the Deployment ends at the new size")
 		Expect(metav1.IsControlledBy(deploymentOf(mc)(Default), mc)).To(BeTrue())
 		Expect(condition(mc, cachev1alpha1.ConditionDegraded)(Default).Reason).NotTo(Equal(cachev1alpha1.ReasonNameConflict))
 	})

@@ -363,9 +363,9 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 
 // StatusChanges names what differs between two statuses, for the log line
 // of a status write: a condition by type with its status and reason before
-// and after ("Ready: False/Rollout -> True/Available", or "Ready: time"
-// when only its transition time or message moved), and the other fields
-// by name.
+// and after ("Ready: False/RollingOut -> True/AllReplicasReady"), or with
+// the first other part that moved ("Ready: generation", "Ready: time",
+// "Ready: message"), one appearing or removed, and the other fields by name.
 func StatusChanges(before, after *cachev1alpha1.MemcachedStatus) []string {
 	var out []string
 	for _, a := range after.Conditions {
