@@ -31,6 +31,7 @@ type results struct {
 		OperatorMemoryTarget              string
 		OperatorMemoryLimit               string `json:",omitempty"`
 		OperatorFlags                     string `json:",omitempty"`
+		ReferenceLast                     bool   `json:",omitempty"`
 	} `json:"config"`
 	Reference       *pairResult       `json:"reference,omitempty"`
 	Operator        *pairResult       `json:"operator,omitempty"`
@@ -53,6 +54,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
 	c.OperatorMemoryLimit = f.operatorMemoryLimit
 	c.OperatorFlags = f.operatorFlags
+	c.ReferenceLast = f.referenceLast
 	return r
 }
 
@@ -262,8 +264,12 @@ func (r *results) failedChecks(ci bool) []string {
 // table is the summary printed on stdout (and pasted in docs/benchmarks.md).
 func (r *results) table() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes; %s; load average at start/end %s\n\n",
-		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, r.Machine, strings.Join(r.LoadAverage, " / "))
+	order := "reference first"
+	if r.Config.ReferenceLast {
+		order = "reference last"
+	}
+	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes, %s; %s; load average at start/end %s\n\n",
+		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, order, r.Machine, strings.Join(r.LoadAverage, " / "))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "| measure\t| value\t| target\t| met\t|")
 	_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|")

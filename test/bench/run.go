@@ -34,6 +34,7 @@ type runFlags struct {
 	operatorMemoryLimit        string
 	operatorFlags              string
 	profileSeconds             int
+	referenceLast              bool
 }
 
 func cmdRun(ctx context.Context, args []string) error {
@@ -55,6 +56,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
 	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
 	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
+	fs.BoolVar(&f.referenceLast, "reference-last", false, "Run the reference after the operator's scenarios instead of before them, to measure what running second on the same control plane costs.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
 	_ = fs.Parse(args)
 	if f.operatorBin == "" {
@@ -144,12 +146,18 @@ func (b *bench) run(ctx context.Context) error {
 	f := b.f
 	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
 
-	// The reference first, then the operator, on the same control plane;
-	// each in its own namespace, deleted before the next starts.
-	ref, err := b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
-	b.res.Reference = ref
-	if err != nil {
+	// The reference, then the operator (or the other way round), on the
+	// same control plane; each in its own namespace, deleted before the
+	// next starts.
+	reference := func() error {
+		ref, err := b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
+		b.res.Reference = ref
 		return err
+	}
+	if !f.referenceLast {
+		if err := reference(); err != nil {
+			return err
+		}
 	}
 	const ns = "bench-op"
 	if err := b.operatorConverge(ctx, ns, f.n, f.workers, true); err != nil {
@@ -175,6 +183,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if err := deleteNamespace(ctx, b.admin, ns, convergeTimeout(f.n)); err != nil {
 		return err
+	}
+	if f.referenceLast {
+		if err := reference(); err != nil {
+			return err
+		}
 	}
 	return b.sweeps(ctx)
 }
