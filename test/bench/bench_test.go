@@ -95,3 +95,15 @@ func TestMemoryTargetIsTheChartsRequest(t *testing.T) {
 	g.Expect(yaml.Unmarshal(raw, &values)).To(Succeed())
 	g.Expect(values.Resources.Requests).To(HaveKeyWithValue("memory", operatorMemoryTarget))
 }
+
+// TestTableNamesTheOrder: the order of the two clients moves the ratio
+// (docs/benchmarks.md), so a table never leaves it out.
+func TestTableNamesTheOrder(t *testing.T) {
+	g := NewWithT(t)
+	for _, last := range []bool{false, true} {
+		var r results
+		r.Config.N, r.Config.ReferenceLast = 10, last
+		want := map[bool]string{false: "reference first", true: "reference last"}[last]
+		g.Expect(r.table()).To(ContainSubstring(", " + want + ";"))
+	}
+}
