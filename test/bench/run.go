@@ -372,8 +372,9 @@ func (b *bench) operatorResize(ctx context.Context, ns string) error {
 		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
 	})
 	b.res.Operator.Resize = p
-	// The resize holds the old and the new pods' objects at once: the heap's
-	// high point at a fixed N, where the converge's profile misses it.
+	// After a resize the cache holds more pods and the event broadcaster
+	// both phases' events: the heap's high point at a fixed N, which the
+	// converge's profile misses.
 	b.heapProfile(ctx, "resized-heap.pprof")
 	return err
 }
