@@ -373,8 +373,8 @@ func (b *bench) operatorResize(ctx context.Context, ns string) error {
 	})
 	b.res.Operator.Resize = p
 	// After a resize the cache holds more pods and the event broadcaster
-	// both phases' events: the heap's high point at a fixed N, which the
-	// converge's profile misses.
+	// both phases' events, so the heap is larger than the converge's
+	// profile shows; a 64 MiB limit was reached here (docs/benchmarks.md).
 	b.heapProfile(ctx, "resized-heap.pprof")
 	return err
 }
