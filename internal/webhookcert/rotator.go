@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,9 +195,9 @@ func (r *Rotator) drain(ctx context.Context, w watch.Interface, poke func()) {
 	}
 }
 
-// Sync is one pass: renew the Secret if it needs it (publishing a new CA
-// before any replica can serve a certificate it signed), make every
-// webhook trust the Secret's CA, then serve the Secret's certificate. A pass
+// Sync is one pass: renew the Secret if it needs it, make every webhook
+// trust the Secret's CA, then serve the Secret's certificate (one from a new
+// CA only once that CA had time to reach the API server). A pass
 // with nothing to change only reads. It returns when the next renewal is due.
 func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 	r.mu.Lock()
@@ -219,13 +218,13 @@ func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
-		if d.Action == RenewAll {
-			if err := r.publish(ctx, ParseBundle(data[CACertKey]), now); err != nil {
-				// It may have reached one configuration before failing.
-				r.unpublish(ctx, ParseBundle(data[CACertKey])[0])
-				return time.Time{}, err
-			}
-		}
+		// The Secret write decides whose new CA wins, and only the winner's is
+		// published (below): a replica that loses has published nothing, so
+		// no CA whose key was never stored reaches the caBundles, where the
+		// union with what is published would keep it until it expires.
+		// Publishing after storing is safe because a replica already serving
+		// switches to a certificate from a new CA only TrustPropagation after
+		// it saw that CA published (serve).
 		secret.Data = data
 		if exists {
 			err = r.client.Update(ctx, secret, client.FieldOwner(FieldOwner))
@@ -233,9 +232,6 @@ func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 			err = r.client.Create(ctx, secret, client.FieldOwner(FieldOwner))
 		}
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			if d.Action == RenewAll {
-				r.unpublish(ctx, ParseBundle(data[CACertKey])[0])
-			}
 			return time.Time{}, errRace
 		}
 		if err != nil {
@@ -330,27 +326,6 @@ func (r *Rotator) publish(ctx context.Context, keep []*x509.Certificate, now tim
 	return r.patchBundles(ctx, func(published []*x509.Certificate) []*x509.Certificate {
 		return Bundle(keep, published, now)
 	})
-}
-
-// unpublish takes back a CA this replica published and then failed to
-// store: its key was never written anywhere, so nothing can serve a
-// certificate it signed. Best effort: a CA left behind only takes room in
-// the bundle until it expires.
-func (r *Rotator) unpublish(ctx context.Context, ca *x509.Certificate) {
-	for range 10 {
-		err := r.patchBundles(ctx, func(published []*x509.Certificate) []*x509.Certificate {
-			var out []*x509.Certificate
-			for _, c := range published {
-				if !c.Equal(ca) && !slices.ContainsFunc(out, c.Equal) {
-					out = append(out, c)
-				}
-			}
-			return out
-		})
-		if !errors.Is(err, errRace) {
-			return
-		}
-	}
 }
 
 // patchBundles sets every webhook's caBundle to bundle(what both

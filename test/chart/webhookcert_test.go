@@ -317,8 +317,8 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 			g.Expect(a.ready()).To(Succeed())
 			g.Expect(b.ready()).To(Succeed())
 		}).WithTimeout(30 * time.Second).Should(Succeed())
-		// Both replicas may have minted a CA; the one that lost the Secret
-		// write takes its CA back.
+		// Both replicas may have minted a CA; only the one whose Secret
+		// write won is published.
 		Eventually(func(g Gomega) {
 			bundles, secret := trust(ctx, opts)
 			g.Expect(secret.Data).To(HaveKey(webhookcert.CAKeyKey))
