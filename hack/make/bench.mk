@@ -34,7 +34,7 @@ bench: ## Run the bench (cluster up, scenarios, cluster down): table on stdout, 
 .PHONY: bench-ci
 bench-ci: ## CI-sized bench: N=50, short idle window, checks only the bench's correctness (every fleet converges, 0 idle and restart writes, 0 admission errors).
 	@$(MAKE) --no-print-directory bench BENCH_N=50 BENCH_IDLE=20s \
-	  BENCH_ARGS='-ci -churn-rounds 1 -admission-rates 50,200,1000 -admission-duration 2s -profile-seconds 0 $(BENCH_ARGS)'
+	  BENCH_ARGS='-ci -order reference-first -churn-rounds 1 -admission-rates 50,200,1000 -admission-duration 2s -profile-seconds 0 $(BENCH_ARGS)'
 
 .PHONY: bench-run
 bench-run: bench-binaries ## Run the bench's scenarios against the running bench cluster.

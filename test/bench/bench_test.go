@@ -100,10 +100,47 @@ func TestMemoryTargetIsTheChartsRequest(t *testing.T) {
 // (docs/benchmarks.md), so a table never leaves it out.
 func TestTableNamesTheOrder(t *testing.T) {
 	g := NewWithT(t)
-	for _, last := range []bool{false, true} {
+	for order, want := range map[string]string{
+		orderReferenceFirst: "reference first", orderReferenceLast: "reference last",
+		orderBalanced: "balanced order (reference, operator, operator, reference)",
+	} {
 		var r results
-		r.Config.N, r.Config.ReferenceLast = 10, last
-		want := map[bool]string{false: "reference first", true: "reference last"}[last]
-		g.Expect(r.table()).To(ContainSubstring(", " + want + ";"))
+		r.Config.N, r.Config.Order = 10, order
+		g.Expect(r.table()).To(ContainSubstring(", "+want+";"), order)
 	}
+}
+
+// TestBalancedRatioIsOfTheMeans: with both orders run, the targets judge
+// the ratio of the mean times, not the first pair, and show each order's.
+func TestBalancedRatioIsOfTheMeans(t *testing.T) {
+	g := NewWithT(t)
+	run := func(converge, resize float64) *pairResult {
+		return &pairResult{N: 10, Converge: &phaseResult{Seconds: converge, Fleets: 10, Converged: 10}, Resize: &phaseResult{Seconds: resize, Fleets: 10, Converged: 10}}
+	}
+	var r results
+	r.Config.N, r.Config.Order = 10, orderBalanced
+	// Whoever runs second is slower: the first pair alone says 1.50 on converge.
+	r.Reference, r.Operator, r.OperatorAgain, r.ReferenceAgain = run(10, 10), run(15, 12), run(10, 10), run(14, 14)
+	r.evaluate()
+	byName := map[string]target{}
+	for _, tg := range r.Targets {
+		byName[tg.Name] = tg
+	}
+	conv := byName["converge time / reference at N=10"]
+	g.Expect(conv.Value).To(HavePrefix("mean 12.5s / 12.0s = 1.04; reference first 15.0s / 10.0s = 1.50, reference last 10.0s / 14.0s = 0.71"))
+	g.Expect(conv.Met).To(HaveValue(BeTrue()))
+	resize := byName["resize time / reference at N=10"]
+	g.Expect(resize.Value).To(HavePrefix("mean 11.0s / 12.0s = 0.92"))
+
+	r.OperatorAgain.Converge.Seconds = 20 // (15+20)/2 / 12 = 1.46
+	r.evaluate()
+	for _, tg := range r.Targets {
+		if tg.Name == "converge time / reference at N=10" {
+			g.Expect(tg.Met).To(HaveValue(BeFalse()))
+		}
+	}
+
+	r.OperatorAgain, r.ReferenceAgain = nil, nil // one order only: the one pair
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "15.0s / 10.0s = 1.50")))
 }

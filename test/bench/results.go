@@ -31,10 +31,14 @@ type results struct {
 		OperatorMemoryTarget              string
 		OperatorMemoryLimit               string `json:",omitempty"`
 		OperatorFlags                     string `json:",omitempty"`
-		ReferenceLast                     bool   `json:",omitempty"`
+		Order                             string
 	} `json:"config"`
-	Reference       *pairResult       `json:"reference,omitempty"`
-	Operator        *pairResult       `json:"operator,omitempty"`
+	Reference *pairResult `json:"reference,omitempty"`
+	Operator  *pairResult `json:"operator,omitempty"`
+	// OperatorAgain and ReferenceAgain are the balanced order's third and
+	// fourth runs.
+	OperatorAgain   *pairResult       `json:"operatorAgain,omitempty"`
+	ReferenceAgain  *pairResult       `json:"referenceAgain,omitempty"`
 	OperatorProcess *procStats        `json:"operatorProcessAfterConverge,omitempty"`
 	Idle            *idleResult       `json:"idle,omitempty"`
 	Churn           []churnResult     `json:"churn,omitempty"`
@@ -54,7 +58,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
 	c.OperatorMemoryLimit = f.operatorMemoryLimit
 	c.OperatorFlags = f.operatorFlags
-	c.ReferenceLast = f.referenceLast
+	c.Order = f.order
 	return r
 }
 
@@ -168,12 +172,10 @@ func (r *results) evaluate() {
 		op := r.Operator.Converge
 		add(target{Name: "every fleet converges (operator)", Value: fmt.Sprintf("%d/%d", op.Converged, op.Fleets),
 			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
-		if r.Reference != nil && r.Reference.Converge != nil {
-			ref := r.Reference.Converge
-			ratio := op.Seconds / ref.Seconds
-			add(target{Name: "converge time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
+		if value, ratio, ok := r.timeRatio(convergeOf); ok {
+			add(target{Name: "converge time / reference " + atN, Value: value,
 				Limit: "≤ 1.25", Met: timing(ratio <= 1.25),
-				Note: lagNote(op, ref)})
+				Note: lagNote(op, r.Reference.Converge)})
 		}
 		add(target{Name: "writes per fleet, converge (applies + status)", Value: fmt.Sprintf("%.2f", op.WritesPerFleetExclEvents),
 			Limit: "≤ 5", Met: check(op.WritesPerFleetExclEvents <= 5),
@@ -196,13 +198,11 @@ func (r *results) evaluate() {
 		op := r.Operator.Resize
 		add(target{Name: "every fleet resized (operator)", Value: fmt.Sprintf("%d/%d", op.Converged, op.Fleets),
 			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
-		if r.Reference != nil && r.Reference.Resize != nil {
-			ref := r.Reference.Resize
-			ratio := op.Seconds / ref.Seconds
-			add(target{Name: "resize time / reference " + atN, Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio),
+		if value, ratio, ok := r.timeRatio(resizeOf); ok {
+			add(target{Name: "resize time / reference " + atN, Value: value,
 				Limit: "≤ 1.25", Met: timing(ratio <= 1.25),
 				Note: fmt.Sprintf("writes/fleet %.2f (%.2f with events); reference %s; %s",
-					op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false), lagNote(op, ref))})
+					op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false), lagNote(op, r.Reference.Resize))})
 		}
 	}
 	if r.Idle != nil {
@@ -235,6 +235,35 @@ func (r *results) evaluate() {
 	}
 }
 
+func convergeOf(p *pairResult) *phaseResult { return p.Converge }
+func resizeOf(p *pairResult) *phaseResult   { return p.Resize }
+
+// timeRatio is the operator's time over the reference's in one phase. With
+// the balanced order both ran twice, and it is the ratio of the means; the
+// value also gives each order's own ratio: reference first (runs 1 and 2)
+// and reference last (runs 3 and 4).
+func (r *results) timeRatio(phase func(*pairResult) *phaseResult) (value string, ratio float64, ok bool) {
+	of := func(p *pairResult) *phaseResult {
+		if p == nil {
+			return nil
+		}
+		return phase(p)
+	}
+	op, ref := of(r.Operator), of(r.Reference)
+	if op == nil || ref == nil {
+		return "", 0, false
+	}
+	op2, ref2 := of(r.OperatorAgain), of(r.ReferenceAgain)
+	if op2 == nil || ref2 == nil {
+		ratio = op.Seconds / ref.Seconds
+		return fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio), ratio, true
+	}
+	opMean, refMean := (op.Seconds+op2.Seconds)/2, (ref.Seconds+ref2.Seconds)/2
+	ratio = opMean / refMean
+	return fmt.Sprintf("mean %.1fs / %.1fs = %.2f; reference first %.1fs / %.1fs = %.2f, reference last %.1fs / %.1fs = %.2f",
+		opMean, refMean, ratio, op.Seconds, ref.Seconds, op.Seconds/ref.Seconds, op2.Seconds, ref2.Seconds, op2.Seconds/ref2.Seconds), ratio, true
+}
+
 func refWrites(ref *pairResult, converge bool) string {
 	if ref == nil {
 		return "n/a"
@@ -264,9 +293,12 @@ func (r *results) failedChecks(ci bool) []string {
 // table is the summary printed on stdout (and pasted in docs/benchmarks.md).
 func (r *results) table() string {
 	var sb strings.Builder
-	order := "reference first"
-	if r.Config.ReferenceLast {
-		order = "reference last"
+	order := map[string]string{
+		orderBalanced:      "balanced order (reference, operator, operator, reference)",
+		orderReferenceLast: "reference last",
+	}[r.Config.Order]
+	if order == "" {
+		order = "reference first"
 	}
 	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes, %s; %s; load average at start/end %s\n\n",
 		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, order, r.Machine, strings.Join(r.LoadAverage, " / "))

@@ -34,8 +34,18 @@ type runFlags struct {
 	operatorMemoryLimit        string
 	operatorFlags              string
 	profileSeconds             int
-	referenceLast              bool
+	order                      string
 }
+
+// The orders the two clients run in on one control plane. Whoever runs
+// second was measured 14-21 % slower at N=1000 (docs/benchmarks.md), so a
+// single order measures the order as much as the operator; balanced runs
+// reference, operator, operator, reference and compares the means.
+const (
+	orderReferenceFirst = "reference-first"
+	orderReferenceLast  = "reference-last"
+	orderBalanced       = "balanced"
+)
 
 func cmdRun(ctx context.Context, args []string) error {
 	var f runFlags
@@ -56,9 +66,16 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
 	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
 	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
-	fs.BoolVar(&f.referenceLast, "reference-last", false, "Run the reference after the operator's scenarios instead of before them, to measure what running second on the same control plane costs.")
+	fs.StringVar(&f.order, "order", orderBalanced, "Order of the two clients on the one control plane: balanced (reference, operator, operator, reference: the ratios compare the means of both runs), reference-first or reference-last (one run each).")
+	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
 	_ = fs.Parse(args)
+	if *referenceLast {
+		f.order = orderReferenceLast
+	}
+	if !slices.Contains([]string{orderReferenceFirst, orderReferenceLast, orderBalanced}, f.order) {
+		return fmt.Errorf("-order %q: want %s, %s or %s", f.order, orderBalanced, orderReferenceFirst, orderReferenceLast)
+	}
 	if f.operatorBin == "" {
 		f.operatorBin = filepath.Join(f.binDir, "memcached-operator")
 	}
@@ -94,7 +111,8 @@ type bench struct {
 	opConfig string
 	// watch is the bench's view of the operator's namespace.
 	watch *watcher
-	// sweepOp is the last sweep point's operator converge.
+	// sweepOp is the last operator converge that is not the main one: a
+	// sweep point's, or the balanced order's second.
 	sweepOp *phaseResult
 }
 
@@ -146,16 +164,15 @@ func (b *bench) run(ctx context.Context) error {
 	f := b.f
 	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
 
-	// The reference, then the operator (or the other way round), on the
-	// same control plane; each in its own namespace, deleted before the
-	// next starts.
-	reference := func() error {
-		ref, err := b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
-		b.res.Reference = ref
+	// The clients take turns on the same control plane (-order), each in
+	// its own namespace, deleted before the next starts.
+	reference := func(into **pairResult, ns string) error {
+		ref, err := b.referenceRun(ctx, ns, f.n, f.workers, true)
+		*into = ref
 		return err
 	}
-	if !f.referenceLast {
-		if err := reference(); err != nil {
+	if f.order != orderReferenceLast {
+		if err := reference(&b.res.Reference, "bench-ref"); err != nil {
 			return err
 		}
 	}
@@ -184,8 +201,16 @@ func (b *bench) run(ctx context.Context) error {
 	if err := deleteNamespace(ctx, b.admin, ns, convergeTimeout(f.n)); err != nil {
 		return err
 	}
-	if f.referenceLast {
-		if err := reference(); err != nil {
+	switch f.order {
+	case orderReferenceLast:
+		if err := reference(&b.res.Reference, "bench-ref"); err != nil {
+			return err
+		}
+	case orderBalanced:
+		if err := b.operatorAgain(ctx, "bench-op-again"); err != nil {
+			return err
+		}
+		if err := reference(&b.res.ReferenceAgain, "bench-ref-again"); err != nil {
 			return err
 		}
 	}
@@ -364,6 +389,27 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 		return fmt.Errorf("operator converge: %w", err)
 	}
 	return nil
+}
+
+// operatorAgain is the balanced order's third run: a fresh operator
+// converges and resizes the fleets once more on ns, which is then deleted.
+func (b *bench) operatorAgain(ctx context.Context, ns string) error {
+	err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, false)
+	b.res.OperatorAgain = &pairResult{N: b.f.n, Workers: b.f.workers, Converge: b.sweepOp}
+	if err != nil {
+		return err
+	}
+	logf("operator: resize %d → %d (again)", b.f.size, b.f.resizeTo)
+	b.res.OperatorAgain.Resize, err = b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
+		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
+	})
+	if err != nil {
+		return fmt.Errorf("operator resize (again): %w", err)
+	}
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	return deleteNamespace(ctx, b.admin, ns, convergeTimeout(b.f.n))
 }
 
 func (b *bench) operatorResize(ctx context.Context, ns string) error {
