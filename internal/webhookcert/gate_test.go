@@ -13,10 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
@@ -38,17 +35,15 @@ func TestReadinessOutlivesAnUnreadableAPIServer(t *testing.T) {
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.x", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca.CertPEM}}}}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "v"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.x", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca.CertPEM}}}}
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	var down bool
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mwc, vwc).WithInterceptorFuncs(interceptor.Funcs{
+	c := fakeAPI(g, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if down {
 				return apierrors.NewServiceUnavailable("the API server is down")
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
-	}).Build()
+	}, mwc, vwc)
 
 	dir := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, TLSCertKey), serving.CertPEM, 0o600)).To(Succeed())
