@@ -110,6 +110,15 @@ func TestTableNamesTheOrder(t *testing.T) {
 	}
 }
 
+// TestTurns: each order runs both clients, and balanced runs each once
+// before and once after the other.
+func TestTurns(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(turns(orderReferenceFirst)).To(Equal([]turn{turnReference, turnOperator}))
+	g.Expect(turns(orderReferenceLast)).To(Equal([]turn{turnOperator, turnReference}))
+	g.Expect(turns(orderBalanced)).To(Equal([]turn{turnReference, turnOperator, turnOperatorAgain, turnReferenceAgain}))
+}
+
 // TestBalancedRatioIsOfTheMeans: with both orders run, the targets judge
 // the ratio of the mean times, not the first pair, and show each order's.
 func TestBalancedRatioIsOfTheMeans(t *testing.T) {

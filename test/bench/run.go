@@ -164,20 +164,52 @@ func (b *bench) run(ctx context.Context) error {
 	f := b.f
 	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
 
-	// The clients take turns on the same control plane (-order), each in
-	// its own namespace, deleted before the next starts.
-	reference := func(into **pairResult, ns string) error {
-		ref, err := b.referenceRun(ctx, ns, f.n, f.workers, true)
-		*into = ref
-		return err
-	}
-	if f.order != orderReferenceLast {
-		if err := reference(&b.res.Reference, "bench-ref"); err != nil {
+	for _, t := range turns(f.order) {
+		var err error
+		switch t {
+		case turnReference:
+			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
+		case turnOperator:
+			err = b.operatorScenarios(ctx, "bench-op")
+		case turnOperatorAgain:
+			err = b.operatorAgain(ctx, "bench-op-again")
+		case turnReferenceAgain:
+			b.res.ReferenceAgain, err = b.referenceRun(ctx, "bench-ref-again", f.n, f.workers, true)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	const ns = "bench-op"
-	if err := b.operatorConverge(ctx, ns, f.n, f.workers, true); err != nil {
+	return b.sweeps(ctx)
+}
+
+// A turn is one client's run on the shared control plane, in a namespace of
+// its own that is deleted before the next turn starts.
+type turn string
+
+const (
+	turnReference      turn = "reference"
+	turnOperator       turn = "operator: every scenario"
+	turnOperatorAgain  turn = "operator again: converge and resize"
+	turnReferenceAgain turn = "reference again"
+)
+
+// turns is the order's sequence: balanced puts each client once first and
+// once last of the two, so what running second costs falls on both.
+func turns(order string) []turn {
+	switch order {
+	case orderReferenceLast:
+		return []turn{turnOperator, turnReference}
+	case orderBalanced:
+		return []turn{turnReference, turnOperator, turnOperatorAgain, turnReferenceAgain}
+	}
+	return []turn{turnReference, turnOperator}
+}
+
+// operatorScenarios converges, resizes, idles, churns, restarts and loads
+// the admission webhooks with a fresh operator on ns, then deletes ns.
+func (b *bench) operatorScenarios(ctx context.Context, ns string) error {
+	if err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, true); err != nil {
 		return err
 	}
 	steps := []struct {
@@ -198,23 +230,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.op.stop(); err != nil {
 		return err
 	}
-	if err := deleteNamespace(ctx, b.admin, ns, convergeTimeout(f.n)); err != nil {
-		return err
-	}
-	switch f.order {
-	case orderReferenceLast:
-		if err := reference(&b.res.Reference, "bench-ref"); err != nil {
-			return err
-		}
-	case orderBalanced:
-		if err := b.operatorAgain(ctx, "bench-op-again"); err != nil {
-			return err
-		}
-		if err := reference(&b.res.ReferenceAgain, "bench-ref-again"); err != nil {
-			return err
-		}
-	}
-	return b.sweeps(ctx)
+	return deleteNamespace(ctx, b.admin, ns, convergeTimeout(b.f.n))
 }
 
 // referenceRun converges n fleets with the reference client (and, when
