@@ -164,7 +164,9 @@ func (b *bench) run(ctx context.Context) error {
 	f := b.f
 	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
 
-	for _, t := range turns(f.order) {
+	order := turns(f.order)
+	for i, t := range order {
+		logf("turn %d of %d (-order %s): %s", i+1, len(order), f.order, t)
 		var err error
 		switch t {
 		case turnReference:
