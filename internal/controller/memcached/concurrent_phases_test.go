@@ -77,7 +77,7 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 		applied []string
 		b       = &barrier{kinds: 3, all: make(chan struct{})}
 	)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
+	c := withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			mu.Lock()
 			applied = append(applied, fmt.Sprintf("%T", obj))

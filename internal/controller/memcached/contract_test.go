@@ -184,6 +184,10 @@ var _ = Describe("Memcached controller without webhooks", func() {
 				}
 				return err
 			},
+			// Lists by fleet need the cache's indexes, as in the manager.
+			List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				return mgr.GetClient().List(ctx, list, opts...)
+			},
 			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 				raw, err := json.Marshal(obj)
 				Expect(err).NotTo(HaveOccurred())

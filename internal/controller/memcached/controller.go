@@ -378,6 +378,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cachev1alpha1.Memcached{}, authSecretIndex, indexAuthSecret); err != nil {
 		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podFleetIndex, indexPodFleet); err != nil {
+		return fmt.Errorf("indexing pods by fleet: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceFleetIndex, indexSliceFleet); err != nil {
+		return fmt.Errorf("indexing EndpointSlices by fleet: %w", err)
+	}
 	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner())
 	b := ctrl.NewControllerManagedBy(mgr)
 	switch _, err := mgr.GetRESTMapper().RESTMapping(CertificateGVK.GroupKind(), CertificateGVK.Version); {

@@ -20,9 +20,7 @@ import (
 // not among them.
 func (r *Reconciler) observeEndpoints(ctx context.Context, s *scope) error {
 	list := &discoveryv1.EndpointSliceList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingLabels{
-		discoveryv1.LabelServiceName: s.memcached.Name, LabelManagedBy: ManagedByValue,
-	}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingFields{sliceFleetIndex: s.memcached.Name}); err != nil {
 		return fmt.Errorf("listing EndpointSlices of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
 	s.nodes, s.nodesObserved = ReadyPods(list.Items), true

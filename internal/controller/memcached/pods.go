@@ -19,9 +19,7 @@ import (
 // condition does.
 func (r *Reconciler) observeUnschedulable(ctx context.Context, s *scope) error {
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingLabels{
-		LabelInstance: s.memcached.Name, LabelManagedBy: ManagedByValue,
-	}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingFields{podFleetIndex: s.memcached.Name}); err != nil {
 		return fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
 	s.unschedulable, s.unschedulableMsg = Unschedulable(list.Items)

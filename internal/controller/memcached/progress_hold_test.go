@@ -22,7 +22,7 @@ func statusWriteCounter(g Gomega) (*cachev1alpha1.Memcached, client.Client, *int
 	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 1}}
 	writes := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
+	c := withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithObjects(mc).WithStatusSubresource(mc).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			writes++
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)

@@ -160,9 +160,7 @@ func (r *Reconciler) markScaleDown(ctx context.Context, s *scope) (int32, error)
 		return size, nil
 	}
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingLabels{
-		LabelInstance: s.memcached.Name, LabelManagedBy: ManagedByValue,
-	}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingFields{podFleetIndex: s.memcached.Name}); err != nil {
 		return 0, fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
 	var placed []Placement
