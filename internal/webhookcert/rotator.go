@@ -196,8 +196,9 @@ func (r *Rotator) drain(ctx context.Context, w watch.Interface, poke func()) {
 }
 
 // Sync is one pass: renew the Secret if it needs it, make every webhook
-// trust the Secret's CA, then serve the Secret's certificate (one from a new
-// CA only once that CA had time to reach the API server). A pass
+// trust the Secret's CA, then serve the Secret's certificate (a replica
+// already serving switches to one from a new CA only once that CA had time
+// to reach the API server). A pass
 // with nothing to change only reads. It returns when the next renewal is due.
 func (r *Rotator) Sync(ctx context.Context) (time.Time, error) {
 	r.mu.Lock()
