@@ -149,7 +149,11 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 		}
 	}
 
-	r.OperatorAgain, r.ReferenceAgain = nil, nil // one order only: the one pair
+	r.ReferenceAgain = nil // the run stopped before its fourth turn: one order, said so
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "reference first only (the second pair did not finish): 15.0s / 10.0s = 1.50")))
+
+	r.Config.Order, r.OperatorAgain = orderReferenceFirst, nil // one order asked for: the one pair
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "15.0s / 10.0s = 1.50")))
 }

@@ -256,7 +256,13 @@ func (r *results) timeRatio(phase func(*pairResult) *phaseResult) (value string,
 	op2, ref2 := of(r.OperatorAgain), of(r.ReferenceAgain)
 	if op2 == nil || ref2 == nil {
 		ratio = op.Seconds / ref.Seconds
-		return fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio), ratio, true
+		value = fmt.Sprintf("%.1fs / %.1fs = %.2f", op.Seconds, ref.Seconds, ratio)
+		if r.Config.Order == orderBalanced {
+			// A run that stopped before its second pair: say the ratio is
+			// one order's, under a header that names both.
+			value = "reference first only (the second pair did not finish): " + value
+		}
+		return value, ratio, true
 	}
 	opMean, refMean := (op.Seconds+op2.Seconds)/2, (ref.Seconds+ref2.Seconds)/2
 	ratio = opMean / refMean

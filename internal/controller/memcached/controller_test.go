@@ -193,6 +193,31 @@ var _ = Describe("Memcached controller", func() {
 		Eventually(nodesOf(mc)).Should(Equal([]string{"memcached-sample-a", "memcached-sample-b", "memcached-sample-e"}))
 	})
 
+	It("says which of its own pods fit on no node, not another fleet's in the same namespace (pods listed by the fleet index)", func() {
+		a, b := sample(ns, 1), sample(ns, 1)
+		b.Name = "other"
+		Expect(k8s.Create(ctx, a)).To(Succeed())
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		unschedulable := func(fleet, name, msg string) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+					memcached.LabelName: memcached.NameValue, memcached.LabelInstance: fleet, memcached.LabelManagedBy: memcached.ManagedByValue}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:envtest"}}},
+			}
+			Expect(k8s.Create(ctx, pod)).To(Succeed())
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+			Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		}
+		unschedulable(b.Name, "other-x", "no node for the other fleet")
+		unschedulable(b.Name, "other-y", "no node for the other fleet")
+		unschedulable(a.Name, a.Name+"-x", "no node for this fleet")
+		Eventually(condition(a, cachev1alpha1.ConditionProgressing)).Should(And(
+			HaveField("Reason", cachev1alpha1.ReasonPodsUnschedulable),
+			HaveField("Message", And(ContainSubstring("1 pod(s) fit on no node: no node for this fleet"), Not(ContainSubstring("other fleet")))),
+		))
+		Eventually(condition(b, cachev1alpha1.ConditionProgressing)).Should(HaveField("Message", ContainSubstring("2 pod(s) fit on no node: no node for the other fleet")))
+	})
+
 	It("reports Available, Progressing and Degraded with observedGeneration, and an event on the transition", func() {
 		mc := sample(ns, 2)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
