@@ -68,7 +68,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
 	fs.StringVar(&f.order, "order", orderBalanced, "Order of the two clients on the one control plane: balanced (reference, operator, operator, reference: the ratios compare the means of both runs), reference-first or reference-last (one run each).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
-	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profile taken from the start of the operator's converge (0: none).")
+	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
 	if *referenceLast {
 		f.order = orderReferenceLast
@@ -381,14 +381,8 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 		b.watch.stop()
 	}
 	b.watch = w
-	if main && b.f.profileSeconds > 0 {
-		go func() {
-			file := filepath.Join(b.out, "profiles", "converge-cpu.pprof")
-			_ = os.MkdirAll(filepath.Dir(file), 0o755)
-			if err := b.op.profile(ctx, "profile", b.f.profileSeconds, file); err != nil {
-				logf("CPU profile: %v", err)
-			}
-		}()
+	if main {
+		b.cpuProfile(ctx, "converge-cpu.pprof")
 	}
 	logf("operator: converge N=%d workers=%d", n, workers)
 	p, err := b.timedPhase(ctx, w, userOperator, n, b.f.size, false, func(ctx context.Context) error {
@@ -432,6 +426,7 @@ func (b *bench) operatorAgain(ctx context.Context, ns string) error {
 
 func (b *bench) operatorResize(ctx context.Context, ns string) error {
 	logf("operator: resize %d → %d", b.f.size, b.f.resizeTo)
+	b.cpuProfile(ctx, "resize-cpu.pprof")
 	p, err := b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
 		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
 	})
@@ -441,6 +436,22 @@ func (b *bench) operatorResize(ctx context.Context, ns string) error {
 	// profile shows; a 64 MiB limit was reached here (docs/benchmarks.md).
 	b.heapProfile(ctx, "resized-heap.pprof")
 	return err
+}
+
+// cpuProfile starts a CPU profile of the operator that runs for
+// -profile-seconds in the background and is saved under profiles/ (a failure
+// is logged, as for heapProfile).
+func (b *bench) cpuProfile(ctx context.Context, name string) {
+	if b.f.profileSeconds <= 0 {
+		return
+	}
+	go func() {
+		file := filepath.Join(b.out, "profiles", name)
+		_ = os.MkdirAll(filepath.Dir(file), 0o755)
+		if err := b.op.profile(ctx, "profile", b.f.profileSeconds, file); err != nil {
+			logf("CPU profile: %v", err)
+		}
+	}()
 }
 
 // heapProfile saves the operator's heap profile under profiles/ (a failure
