@@ -21,7 +21,9 @@ import (
 // owns on the live object already hold exactly those values. Comparing the
 // extracted fields, not the whole object, skips the request when nothing
 // drifted while still catching an edit by anyone else: such an edit moves
-// ownership of the field away from us, so it no longer extracts equal.
+// ownership of the field away from us, so it no longer extracts equal. The
+// same fact lets the Reconciler's appliedLedger skip the extraction itself
+// while our managed-fields entry has not moved since one compared equal.
 //
 // An object of that name that mc does not control is never touched: the
 // result is a NameConflict. The cache only holds objects with the operator's
@@ -35,12 +37,15 @@ import (
 // live receives the object as the API server last returned it (the apply's
 // answer, or the cached copy when nothing was sent), so status is computed
 // from the object after this pass, never from the one before it.
+//
+// sending, when not nil, is told just before an apply changes an existing
+// object: the object as cached and the fields we owned on it.
 func applyIfChanged[O client.Object, A interface {
 	runtime.ApplyConfiguration
 	WithResourceVersion(string) A
 }](
 	ctx context.Context, r *Reconciler, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
-	extract func(O, string) (A, error),
+	extract func(O, string) (A, error), sending func(live O, current A),
 ) (created bool, err error) {
 	key := client.ObjectKeyFromObject(mc)
 	switch err := r.Client.Get(ctx, key, live); {
@@ -73,13 +78,26 @@ func applyIfChanged[O client.Object, A interface {
 	case !metav1.IsControlledBy(live, mc):
 		return false, nameConflict(kind, live)
 	default:
+		want, err := desiredDigest(desired)
+		if err != nil {
+			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
+		}
+		if r.applied.holds(kind, live, want) {
+			applyRequests.WithLabelValues(kind, applySkipped).Inc()
+			return false, nil
+		}
+		extractions.WithLabelValues(kind).Inc()
 		current, err := extract(live, FieldOwner)
 		if err != nil {
 			return false, fmt.Errorf("extracting applied fields of %s %s: %w", kind, key, err)
 		}
 		if apiequality.Semantic.DeepEqual(current, desired) {
+			r.applied.verified(kind, live, want)
 			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
+		}
+		if sending != nil {
+			sending(live, current)
 		}
 	}
 	applyRequests.WithLabelValues(kind, applySent).Inc()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,6 +74,8 @@ type Reconciler struct {
 	// lastWrite holds each fleet's last status write by this process
 	// (types.NamespacedName → statusWrite).
 	lastWrite sync.Map
+	// applied remembers which owned objects hold what they should.
+	applied appliedLedger
 	// monitored holds the fleets this process gave a ServiceMonitor.
 	monitored sync.Map
 	// certified holds the fleets this process gave a Certificate.
@@ -138,6 +141,9 @@ type scope struct {
 	// heldFor is set when a progress-only status change was held back: the
 	// pass asks to run again then, when it is due.
 	heldFor time.Duration
+	// announced receives the fleet as the status write of announceRollout
+	// left it, or nil; nil when there was none.
+	announced chan *cachev1alpha1.Memcached
 }
 
 func (s *scope) markCreated(kind string) {
@@ -208,6 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
+			r.applied.forget(req.NamespacedName)
 			r.monitored.Delete(req.NamespacedName)
 			r.certified.Delete(req.NamespacedName)
 		}
@@ -272,7 +279,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	f := classify(reported)
-	r.updateStatus(s, reported)
+	before := slices.Clone(s.memcached.Status.Conditions)
+	s.takeAnnounced()
+	r.updateStatus(s, reported, before)
 	if err := r.patchStatus(ctx, s); err != nil {
 		return ctrl.Result{}, errors.Join(append(reported, err)...)
 	}

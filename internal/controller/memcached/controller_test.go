@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	discoveryv1ac "k8s.io/client-go/applyconfigurations/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -303,7 +304,7 @@ var _ = Describe("Memcached controller", func() {
 		Expect(deploymentOf(mc)(Default).Spec.Template.Spec.Containers[0].Args).To(ContainElement("2048"))
 	})
 
-	It("repairs drift: replicas, image and deleted objects come back", func() {
+	It("repairs drift: replicas, image and deleted objects come back, whoever changed them and however", func() {
 		mc := sample(ns, 3)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
@@ -322,6 +323,28 @@ var _ = Describe("Memcached controller", func() {
 			g.Expect(c.Image).To(Equal("memcached:envtest"))
 			return c.Args
 		}).Should(HaveExactElements("-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"))
+
+		// Each edit below lands on a Deployment the operator has already
+		// found matching, so its ledger would skip the comparison if the
+		// edit left the operator's managed-fields entry as it was.
+		image := func(g Gomega) string { return deploymentOf(mc)(g).Spec.Template.Spec.Containers[0].Image }
+		By("reverting kubectl scale deployment, through the Deployment's scale subresource")
+		Expect(k8s.SubResource("scale").Update(ctx, deploymentOf(mc)(Default), client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 6}}),
+			client.FieldOwner("kubectl-scale"))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
+
+		By("reverting another manager's forced apply of the image")
+		forced := appsv1ac.Deployment(mc.Name, ns).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().
+			WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("memcached").WithImage("evil:2")))))
+		Expect(k8s.Apply(ctx, forced, client.FieldOwner("someone-else"), client.ForceOwnership)).To(Succeed())
+		Eventually(image).Should(Equal("memcached:envtest"))
+
+		By("reverting an apply under the operator's own name, as an old replica still running would make")
+		stale, err := appsv1ac.ExtractDeployment(deploymentOf(mc)(Default), memcached.FieldOwner)
+		Expect(err).NotTo(HaveOccurred())
+		stale.Spec.Template.Spec.Containers[0].WithImage("memcached:old")
+		Expect(k8s.Apply(ctx, stale, client.FieldOwner(memcached.FieldOwner), client.ForceOwnership)).To(Succeed())
+		Eventually(image).Should(Equal("memcached:envtest"))
 
 		By("recreating a deleted Deployment and Service")
 		old := deploymentOf(mc)(Default)

@@ -93,7 +93,11 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 		spec = &held
 	}
 	dep := &appsv1.Deployment{}
-	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, BuildDeployment(s.memcached, spec), appsv1ac.ExtractDeployment)
+	desired := BuildDeployment(s.memcached, spec)
+	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, desired, appsv1ac.ExtractDeployment,
+		func(live *appsv1.Deployment, current *appsv1ac.DeploymentApplyConfiguration) {
+			r.announceRollout(ctx, s, live, current, desired)
+		})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,10 @@ var (
 		Name: "memcached_operator_apply_requests_total",
 		Help: "Server-side applies of owned objects, by kind and result: sent, or skipped because the object already matched (the zero-write property, visible in production).",
 	}, []string{"kind", "result"})
+	extractions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_apply_extractions_total",
+		Help: "Extractions of the operator's own fields from an owned object, by kind: made when its managed-fields entry or the desired object changed since one compared equal, otherwise skipped.",
+	}, []string{"kind"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_reconcile_errors_total",
 		Help: "Reconcile phases that failed, by phase and condition reason.",
@@ -96,7 +100,7 @@ func (c *FleetCollector) Collect(ch chan<- prometheus.Metric) {
 // RegisterMetrics adds the operator's metrics to reg (controller-runtime's
 // metrics.Registry in the manager), reading fleets through reader.
 func RegisterMetrics(reg prometheus.Registerer, reader client.Reader) error {
-	for _, c := range []prometheus.Collector{applyRequests, reconcileErrors, NewFleetCollector(reader)} {
+	for _, c := range []prometheus.Collector{applyRequests, extractions, reconcileErrors, NewFleetCollector(reader)} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

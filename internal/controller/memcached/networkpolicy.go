@@ -22,7 +22,7 @@ import (
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
 	desired := BuildNetworkPolicy(s.memcached, s.spec)
 	if desired != nil {
-		created, err := applyIfChanged(ctx, r, s.memcached, "NetworkPolicy", &networkingv1.NetworkPolicy{}, desired, networkingv1ac.ExtractNetworkPolicy)
+		created, err := applyIfChanged(ctx, r, s.memcached, "NetworkPolicy", &networkingv1.NetworkPolicy{}, desired, networkingv1ac.ExtractNetworkPolicy, nil)
 		if created {
 			s.markCreated("NetworkPolicy")
 		}

@@ -20,7 +20,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 	desired := BuildPodDisruptionBudget(s.memcached, s.spec)
 	key := client.ObjectKeyFromObject(s.memcached)
 	if desired != nil {
-		created, err := applyIfChanged(ctx, r, s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
+		created, err := applyIfChanged(ctx, r, s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget, nil)
 		if created {
 			s.markCreated("PodDisruptionBudget")
 		}

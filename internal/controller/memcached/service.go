@@ -13,7 +13,7 @@ import (
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService)
+	created, err := applyIfChanged(ctx, r, s.memcached, "Service", &corev1.Service{}, BuildService(s.memcached, s.spec), corev1ac.ExtractService, nil)
 	if created {
 		s.markCreated("Service")
 	}

@@ -65,22 +65,29 @@ type CertificateObservation struct {
 }
 
 // updateStatus sets the status from what the phases observed; it reads no
-// API and writes nothing, so it can be table-tested.
-func (r *Reconciler) updateStatus(s *scope, errs []error) {
-	before := slices.Clone(s.memcached.Status.Conditions)
-	o := Observation{
-		Spec: s.spec, Deployment: s.deployment, Nodes: s.nodes, NodesObserved: s.nodesObserved,
-		Invalid: s.invalid, Errors: errs, Monitoring: s.monitoring,
-		Unschedulable: s.unschedulable, UnschedulableMessage: s.unschedulableMsg,
-	}
+// API and writes nothing, so it can be table-tested. Events compare it with
+// before, the conditions as the pass read them.
+func (r *Reconciler) updateStatus(s *scope, errs []error, before []metav1.Condition) {
+	o := s.settled()
+	o.Deployment, o.Nodes, o.NodesObserved = s.deployment, s.nodes, s.nodesObserved
+	o.Errors, o.Monitoring = errs, s.monitoring
+	o.Unschedulable, o.UnschedulableMessage = s.unschedulable, s.unschedulableMsg
+	ComputeStatus(s.memcached, o)
+	r.recordTransitions(s, before)
+}
+
+// settled is the part of the pass's observation that is known before the
+// owned objects' phases run (the spec, its rules, the auth Secret and the
+// Certificate), so it can be read while they run.
+func (s *scope) settled() Observation {
+	o := Observation{Spec: s.spec, Invalid: s.invalid}
 	if s.auth != nil {
 		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
 	}
 	if t := s.tls; t != nil {
 		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message, Removed: t.removed}
 	}
-	ComputeStatus(s.memcached, o)
-	r.recordTransitions(s, before)
+	return o
 }
 
 // ComputeStatus derives the status of mc from one pass's observation. What
