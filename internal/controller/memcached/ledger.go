@@ -58,8 +58,8 @@ func ownFieldsDigest(obj client.Object) ([sha256.Size]byte, bool) {
 		if f.Time != nil {
 			at = f.Time.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(h, "%s\x00%s\x00%d\x00", f.APIVersion, at, obj.GetGeneration())
-		h.Write(f.FieldsV1.Raw)
+		_, _ = fmt.Fprintf(h, "%s\x00%s\x00%d\x00", f.APIVersion, at, obj.GetGeneration())
+		_, _ = h.Write(f.FieldsV1.GetRawBytes())
 		var d [sha256.Size]byte
 		h.Sum(d[:0])
 		return d, true

@@ -27,7 +27,7 @@ func TestOwnFieldsDigest(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, sub, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: sub, APIVersion: "apps/v1", Time: &at,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	ours := entry(FieldOwner, metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`)
 	obj := func(gen int64, entries ...metav1.ManagedFieldsEntry) *appsv1.Deployment {
@@ -78,7 +78,7 @@ func TestLedgerSkipsExtractionUntilOwnFieldsMove(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	ours := func(fields string, when metav1.Time) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-			Time: &when, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			Time: &when, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	const all = `{"f:metadata":{"f:labels":{"f:app":{}},"f:ownerReferences":{"k:{\"uid\":\"uid-1\"}":{}}},"f:spec":{"f:replicas":{}}}`
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", ResourceVersion: "42"}}
@@ -129,7 +129,7 @@ func TestLedgerSkipsExtractionUntilOwnFieldsMove(t *testing.T) {
 	stored.Status.ReadyReplicas = 2
 	stored.ManagedFields = append(stored.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kube-controller-manager",
 		Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:readyReplicas":{}}}`)}})
+		FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:readyReplicas":{}}}`)})
 	g.Expect(pass(3)).To(Equal(skipped), "a status update leaves our entry and the generation alone")
 
 	edited := *stored.DeepCopy()
