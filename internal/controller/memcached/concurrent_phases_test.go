@@ -2,8 +2,10 @@ package memcached
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +13,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -97,4 +103,160 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), obj)).To(Succeed())
 	}
 	g.Expect(events.Events).To(Receive(Equal("Normal Created created Deployment, Service and PodDisruptionBudget for cache")))
+}
+
+// resizeRig is a fake API server holding a fleet of 3 rolled out and
+// reported Available, then resized to 5. Once armed, the Deployment's apply
+// is held until a status write arrives (or gives up after a while), and
+// answers applyErr.
+type resizeRig struct {
+	c            client.Client
+	r            *Reconciler
+	mc           *cachev1alpha1.Memcached
+	armed        atomic.Bool
+	applyErr     error
+	statusWrites atomic.Int32
+	applies      atomic.Int32
+	statusSent   chan struct{}
+}
+
+func newResizeRig(t *testing.T, g Gomega) *resizeRig {
+	t.Helper()
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	rig := &resizeRig{statusSent: make(chan struct{}, 10)}
+	rig.mc = &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}
+	rig.c = withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithReturnManagedFields().
+		WithObjects(rig.mc).WithStatusSubresource(rig.mc, &appsv1.Deployment{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok && rig.armed.Load() {
+					rig.applies.Add(1)
+					select {
+					case <-rig.statusSent:
+					case <-time.After(5 * time.Second):
+						return errors.New("the Deployment's apply waited alone: the status was not written while it was in flight")
+					}
+					if rig.applyErr != nil {
+						return rig.applyErr
+					}
+					if err := c.Apply(ctx, obj, opts...); err != nil {
+						return err
+					}
+					return bumpGeneration(ctx, c, obj.(*appsv1ac.DeploymentApplyConfiguration))
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				if _, ok := obj.(*cachev1alpha1.Memcached); ok && rig.armed.Load() {
+					rig.statusWrites.Add(1)
+					defer func() { rig.statusSent <- struct{}{} }()
+				}
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+		}).Build()
+	rig.r = &Reconciler{Client: rig.c, APIReader: rig.c, Defaults: policy.Config{DefaultImage: "memcached:test"}}
+
+	g.Expect(rig.pass()).To(Succeed())
+	dep := &appsv1.Deployment{}
+	g.Expect(rig.c.Get(ctx, client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
+	dep.Generation = 1
+	g.Expect(rig.c.Update(ctx, dep)).To(Succeed())
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
+	g.Expect(rig.c.Status().Update(ctx, dep)).To(Succeed())
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "the fleet of 3 is Ready before the resize")
+
+	g.Expect(rig.c.Get(ctx, client.ObjectKeyFromObject(rig.mc), rig.mc)).To(Succeed())
+	rig.mc.Spec.Size = ptr.To[int32](5)
+	rig.mc.Generation = 2
+	g.Expect(rig.c.Update(ctx, rig.mc)).To(Succeed())
+	rig.armed.Store(true)
+	return rig
+}
+
+// bumpGeneration does what the fake client leaves out: the API server moves
+// a Deployment's generation when its spec changes, and answers with it.
+func bumpGeneration(ctx context.Context, c client.Client, answer *appsv1ac.DeploymentApplyConfiguration) error {
+	stored := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: *answer.Namespace, Name: *answer.Name}, stored); err != nil {
+		return err
+	}
+	stored.Generation++
+	if err := c.Update(ctx, stored); err != nil {
+		return err
+	}
+	answer.Generation, answer.ResourceVersion = ptr.To(stored.Generation), ptr.To(stored.ResourceVersion)
+	return nil
+}
+
+func (rig *resizeRig) pass() error {
+	_, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
+	return err
+}
+
+func (rig *resizeRig) fleet(g Gomega) *cachev1alpha1.Memcached {
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), got)).To(Succeed())
+	return got
+}
+
+func (rig *resizeRig) condition(g Gomega, t string) metav1.Condition {
+	c := meta.FindStatusCondition(rig.fleet(g).Status.Conditions, t)
+	g.Expect(c).NotTo(BeNil(), t)
+	return *c
+}
+
+// TestResizeStatusIsWrittenWhileTheApplyIsInFlight: the first pass of a
+// resize writes its status at the same time as the Deployment's apply, one
+// status write in all, and that status is the one computed from the API
+// server's answer: the new generation, rolling out, 3 of 5 pods available.
+func TestResizeStatusIsWrittenWhileTheApplyIsInFlight(t *testing.T) {
+	g := NewWithT(t)
+	rig := newResizeRig(t, g)
+	g.Expect(rig.fleet(g).Generation).To(Equal(int64(2)), "the fake API server keeps the generation it is given")
+
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.applies.Load()).To(Equal(int32(1)))
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)), "the announced status was the pass's status: no second write")
+	st := rig.fleet(g).Status
+	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
+	for _, c := range st.Conditions {
+		g.Expect(c.ObservedGeneration).To(Equal(int64(2)), c.Type)
+	}
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable)).To(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Message", "3 of 5 pods available")))
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionProgressing).Message).To(Equal("the Deployment has not yet observed the spec applied to it"))
+	dep := &appsv1.Deployment{}
+	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(5)))
+
+	// The fake client records an empty status as applied, so the next pass
+	// applies the Deployment again; only its status is looked at.
+	rig.armed.Store(false)
+	before := rig.fleet(g).ResourceVersion
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.fleet(g).ResourceVersion).To(Equal(before), "the next pass finds no status to write")
+}
+
+// TestResizeWhoseApplyFailsCorrectsTheAnnouncedStatus: when the apply is
+// refused, the pass writes its own status over the announced one, so what
+// stays is the failure.
+func TestResizeWhoseApplyFailsCorrectsTheAnnouncedStatus(t *testing.T) {
+	g := NewWithT(t)
+	rig := newResizeRig(t, g)
+	rig.applyErr = apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "cache", nil)
+
+	g.Expect(rig.pass()).To(HaveOccurred(), "a refused apply stalls the fleet")
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(2)), "the announced status, then the pass's")
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionStalled)).To(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonApplyRejected), HaveField("ObservedGeneration", int64(2))))
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Reason).To(Equal(cachev1alpha1.ReasonApplyRejected))
 }
