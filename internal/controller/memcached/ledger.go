@@ -19,10 +19,10 @@ import (
 // of how the API server tracks field ownership: any change of a field we
 // own, by an update, a patch, a forced apply or the scale subresource, takes
 // the field out of our managed-fields entry, and the deployment
-// controller's status updates leave the entry and the generation alone. So while our entry and
-// the desired configuration are both unchanged, the extraction would
-// compare equal again. Only an equality an extraction verified is recorded,
-// never what an apply merely sent.
+// controller's status updates leave the entry and the generation alone. So
+// while our entry and the desired configuration are both unchanged, the
+// extraction would compare equal again. Only an equality an extraction
+// verified is recorded, never what an apply merely sent.
 type appliedLedger struct {
 	m sync.Map // ledgerKey → ledgerEntry
 }
