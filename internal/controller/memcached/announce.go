@@ -30,8 +30,8 @@ import (
 // anyway (its observedGeneration moves), and the only case where the
 // Deployment's answer is known in advance.
 func (r *Reconciler) announceRollout(ctx context.Context, s *scope, live *appsv1.Deployment, current, desired *appsv1ac.DeploymentApplyConfiguration) {
-	if s.original.Status.ObservedGeneration >= s.memcached.Generation || len(s.invalid) > 0 ||
-		current == nil || desired.Spec == nil || apiequality.Semantic.DeepEqual(current.Spec, desired.Spec) {
+	if s.original.Status.ObservedGeneration >= s.memcached.Generation ||
+		desired.Spec == nil || apiequality.Semantic.DeepEqual(current.Spec, desired.Spec) {
 		return
 	}
 	predicted := live.DeepCopy()

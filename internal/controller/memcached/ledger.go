@@ -16,11 +16,11 @@ import (
 // owns were found to hold a given desired configuration, so that later
 // passes can skip extracting them (the most expensive part of a no-op pass:
 // the whole object is converted to a typed value first). It is sound because
-// of how the API server tracks field ownership: any change of a field we
-// own, by an update, a patch, a forced apply or the scale subresource, takes
-// the field out of our managed-fields entry, and the deployment
-// controller's status updates leave the entry and the generation alone. So
-// while our entry and the desired configuration are both unchanged, the
+// of how the API server tracks field ownership: a change of a field we own by
+// another manager (an update, a patch, a forced apply) takes the field out
+// of our managed-fields entry, a change of the spec by anyone moves the
+// generation, and the deployment controller's status updates move neither.
+// So while our entry and the desired configuration are both unchanged, the
 // extraction would compare equal again. Only an equality an extraction
 // verified is recorded, never what an apply merely sent.
 type appliedLedger struct {
@@ -51,9 +51,10 @@ func ownFieldsDigest(obj client.Object) ([sha256.Size]byte, bool) {
 		}
 		h := sha256.New()
 		// The time moves whenever an apply under our name changes the
-		// object, so even another process applying as FieldOwner (an old
-		// replica during an upgrade) invalidates the record; the generation
-		// moves with every spec change, by anyone.
+		// object, so another process applying as FieldOwner (an old replica
+		// during an upgrade) invalidates the record too; the time is kept to
+		// the second, so a metadata change it applies within the second of
+		// our own apply goes unseen until the entry next moves.
 		at := ""
 		if f.Time != nil {
 			at = f.Time.UTC().Format(time.RFC3339)
