@@ -51,7 +51,7 @@ type options struct {
 	maxSize                                int
 	defaultImage                           string
 	exporterImage                          string
-	memoryTarget                           string
+	memoryTarget, memoryLimit              string
 	certs                                  certOptions
 }
 
@@ -88,7 +88,8 @@ func main() {
 	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
-	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 64Mi; the chart passes the container's memory request. Empty or 0: none.")
+	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
 	fs.StringVar(&o.certs.secret, "webhook-cert-secret", "", "Secret holding ca.crt, ca.key, tls.crt and tls.key (operator mode).")
@@ -113,7 +114,7 @@ func run(o options) error {
 	if o.maxSize < 0 || o.maxSize > cachev1alpha1.SizeSchemaMaximum {
 		return fmt.Errorf("--max-size must be between 0 and %d", cachev1alpha1.SizeSchemaMaximum)
 	}
-	target, err := memoryTarget(o.memoryTarget)
+	target, err := memoryTarget(o.memoryTarget, o.memoryLimit)
 	if err != nil {
 		return err
 	}

@@ -7,15 +7,29 @@ import (
 )
 
 func TestMemoryTarget(t *testing.T) {
-	for in, want := range map[string]int64{"": 0, "0": 0, "64Mi": 64 << 20, "67108864": 64 << 20, "100M": 100e6} {
-		got, err := memoryTarget(in)
-		if err != nil || got != want {
-			t.Errorf("memoryTarget(%q) = %d, %v; want %d", in, got, err, want)
+	for _, c := range []struct {
+		target, limit string
+		want          int64
+	}{
+		{"", "", 0}, {"0", "", 0}, {"64Mi", "", 64 << 20}, {"67108864", "", 64 << 20}, {"100M", "", 100e6},
+		// A quantity ignores the limit.
+		{"64Mi", "256Mi", 64 << 20},
+		// A share of the limit, in bytes as the downward API gives it.
+		{"90%", "268435456", 241591910}, {"90%", "256Mi", 241591910}, {"100%", "1Gi", 1 << 30},
+		{"0%", "256Mi", 0}, {"12.5%", "1Gi", 128 << 20},
+	} {
+		got, err := memoryTarget(c.target, c.limit)
+		if err != nil || got != c.want {
+			t.Errorf("memoryTarget(%q, %q) = %d, %v; want %d", c.target, c.limit, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"-1Mi", "lots", "64 Mi"} {
-		if _, err := memoryTarget(in); err == nil {
-			t.Errorf("memoryTarget(%q) accepted", in)
+	for _, c := range [][2]string{
+		{"-1Mi", ""}, {"lots", ""}, {"64 Mi", ""},
+		{"90%", ""}, {"90%", "lots"}, {"90%", "0"}, {"90%", "-1Gi"},
+		{"101%", "256Mi"}, {"-5%", "256Mi"}, {"NaN%", "256Mi"}, {"%", "256Mi"}, {"ninety%", "256Mi"}, {"90%%", "256Mi"},
+	} {
+		if got, err := memoryTarget(c[0], c[1]); err == nil {
+			t.Errorf("memoryTarget(%q, %q) accepted: %d", c[0], c[1], got)
 		}
 	}
 }

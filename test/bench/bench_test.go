@@ -81,19 +81,22 @@ func TestIntList(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 }
 
-// TestMemoryTargetIsTheChartsRequest: the bench runs the operator as the
-// chart's defaults would, heap target included.
-func TestMemoryTargetIsTheChartsRequest(t *testing.T) {
+// TestMemoryTargetIsTheCharts: the bench runs the operator as the chart's
+// defaults would, heap target included.
+func TestMemoryTargetIsTheCharts(t *testing.T) {
 	g := NewWithT(t)
 	raw, err := os.ReadFile("../../charts/memcached-operator/values.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	var values struct {
 		Resources struct {
-			Requests map[string]string `json:"requests"`
+			Limits map[string]string `json:"limits"`
 		} `json:"resources"`
 	}
 	g.Expect(yaml.Unmarshal(raw, &values)).To(Succeed())
-	g.Expect(values.Resources.Requests).To(HaveKeyWithValue("memory", operatorMemoryTarget))
+	g.Expect(values.Resources.Limits).To(HaveKeyWithValue("memory", operatorMemoryLimit))
+	tmpl, err := os.ReadFile("../../charts/memcached-operator/templates/deployment.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(tmpl)).To(ContainSubstring("--memory-target=" + operatorMemoryTarget + "\n"))
 }
 
 // TestTableNamesTheOrder: the order of the two clients moves the ratio

@@ -46,9 +46,12 @@ type operatorProc struct {
 	exited chan struct{}
 }
 
-// operatorMemoryTarget is what the chart's default memory request makes the
-// operator's heap aim at.
-const operatorMemoryTarget = "64Mi"
+// operatorMemoryTarget and operatorMemoryLimit are what the chart passes
+// with its default resources: the heap aims at 90% of the memory limit.
+const (
+	operatorMemoryTarget = "90%"
+	operatorMemoryLimit  = "256Mi"
+)
 
 func newOperatorProc(s *clusterState, bin, dir string, flags []string) (*operatorProc, error) {
 	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator), flags: flags}
@@ -176,6 +179,11 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 	if err != nil {
 		return err
 	}
+	// In a memory cgroup the chart would pass that limit instead.
+	limit := operatorMemoryLimit
+	if o.memoryLimit != "" {
+		limit = o.memoryLimit
+	}
 	args := append([]string{
 		"--leader-elect=false",
 		"--watch-namespaces=" + namespace,
@@ -187,7 +195,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", o.pprofPort),
 		// Webhooks may only judge what the CRD schema allows, up to 1000.
 		"--max-size=1000",
-		"--memory-target=" + operatorMemoryTarget,
+		"--memory-target=" + operatorMemoryTarget, "--memory-limit=" + limit,
 	}, append(o.flags, extra...)...)
 	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)

@@ -55,7 +55,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.Idle, c.ChurnRounds, c.ChurnFraction, c.CI = f.idle.String(), f.churnRounds, f.churnFraction, f.ci
 	c.KwokPodReady = "1.0-1.2 s after scheduling (kwok stage pod-ready with delay)"
 	c.OperatorClientQPS = "no client-side limit (controller-runtime default QPS -1; the operator has no QPS/burst flags)"
-	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " (the chart passes the container's memory request, 64Mi by default)"
+	c.OperatorMemoryTarget = "--memory-target=" + operatorMemoryTarget + " --memory-limit=" + operatorMemoryLimit + " (as the chart with its default 256Mi memory limit)"
 	c.OperatorMemoryLimit = f.operatorMemoryLimit
 	c.OperatorFlags = f.operatorFlags
 	c.Order = f.order

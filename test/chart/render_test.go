@@ -313,13 +313,14 @@ func TestDefaultValues(t *testing.T) {
 	g.Expect(r.kinds()).NotTo(HaveKey("NetworkPolicy"))
 	g.Expect(r.kinds()).NotTo(HaveKey("ServiceMonitor"))
 	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--watch-namespaces")))
-	// The garbage collector aims at the memory request, read through the downward API.
-	g.Expect(operatorContainer(t, r).Args).To(ContainElement("--memory-target=$(MEMORY_REQUEST)"))
+	// The garbage collector works harder near 90% of the memory limit, read
+	// through the downward API; at the request it ran almost without pause.
+	g.Expect(operatorContainer(t, r).Args).To(ContainElements("--memory-target=90%", "--memory-limit=$(MEMORY_LIMIT)"))
 	// The pod keeps serving admission while the webhook Service drops it:
 	// without the delay a drain refused a request (connection refused).
 	g.Expect(operatorContainer(t, r).Lifecycle).To(Equal(&corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}))
-	g.Expect(operatorContainer(t, r).Env).To(ContainElement(corev1.EnvVar{Name: "MEMORY_REQUEST",
-		ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}}))
+	g.Expect(operatorContainer(t, r).Env).To(ContainElement(corev1.EnvVar{Name: "MEMORY_LIMIT",
+		ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}}))
 
 	// The CA chain: self-signed Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
 	selfSigned := r.find("Issuer", namespace, fullname+"-selfsigned")
