@@ -517,6 +517,11 @@ const (
 	ReasonReplicasAvailable = "ReplicasAvailable"
 	// ReasonReplicasNotReady: fewer pods are available than desired.
 	ReasonReplicasNotReady = "ReplicasNotReady"
+	// ReasonScalingUp: fewer pods are available than the size because it
+	// grew: the fleet was Available and no ready pod was lost since. It is
+	// the user's doing, so Available flipping to False for it, and back,
+	// sends no event; a pod lost on the way turns it into ReplicasNotReady.
+	ReasonScalingUp = "ScalingUp"
 	// ReasonScaledToZero: size is 0, so there is nothing to serve.
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonRollingOut: the Deployment is replacing or adding pods.

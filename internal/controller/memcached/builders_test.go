@@ -2,6 +2,7 @@ package memcached_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -344,6 +345,55 @@ func TestComputeStatus(t *testing.T) {
 			before := mc.Status.DeepCopy()
 			memcached.ComputeStatus(mc, obs)
 			g.Expect(mc.Status).To(Equal(*before))
+		})
+	}
+}
+
+// TestScalingUp: a fleet that grows is short of pods because the user asked
+// for more, not because it lost any. Available says so (ScalingUp) until
+// the new pods are available, unless a ready pod is lost on the way; a fleet
+// that was short already, or shrinks, or loses a pod at its size, is not
+// scaling up.
+func TestScalingUp(t *testing.T) {
+	type step struct {
+		size            int32
+		replicas, ready int32
+		status          metav1.ConditionStatus
+		reason          string
+		available       int32
+	}
+	ready := func(size int32) step {
+		return step{size, size, size, metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady, size}
+	}
+	short := func(size, replicas, ready int32, reason string) step {
+		return step{size, replicas, ready, metav1.ConditionFalse, reason, ready}
+	}
+	up, notReady := cachev1alpha1.ReasonScalingUp, cachev1alpha1.ReasonReplicasNotReady
+	for name, steps := range map[string][]step{
+		"3 to 5, the new pods come one by one": {ready(3), short(5, 3, 3, up), short(5, 5, 3, up), short(5, 5, 4, up), ready(5)},
+		"a ready pod lost on the way":          {ready(3), short(5, 5, 4, up), short(5, 5, 3, notReady), short(5, 5, 4, notReady), ready(5)},
+		"grown again while growing":            {ready(3), short(5, 5, 4, up), short(7, 5, 4, up), short(7, 7, 6, up), ready(7)},
+		"from zero":                            {{0, 0, 0, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, 0}, short(3, 0, 0, up), short(3, 3, 1, up), ready(3)},
+		"a pod lost at the same size":          {ready(3), short(3, 3, 2, notReady), ready(3)},
+		"grown while short of pods already":    {ready(3), short(3, 3, 2, notReady), short(5, 3, 2, notReady), short(5, 5, 4, notReady)},
+		"a new fleet":                          {short(3, 0, 0, notReady), short(3, 3, 2, notReady), ready(3)},
+		// A pod restarted: ready again but not yet available (minReadySeconds).
+		"a pod unavailable at the same size, none unready": {ready(3), {3, 3, 3, metav1.ConditionFalse, notReady, 2}, ready(3)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, _ := newMemcached(nil)
+			for i, st := range steps {
+				spec := policy.Resolve(&cachev1alpha1.MemcachedSpec{Size: ptr.To(st.size)}, policy.Config{DefaultImage: "memcached:test"})
+				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(st.size)},
+					Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: st.replicas, UpdatedReplicas: st.replicas, ReadyReplicas: st.ready, AvailableReplicas: st.available}}
+				memcached.ComputeStatus(mc, memcached.Observation{Spec: spec, Deployment: d})
+				c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionAvailable)
+				g.Expect(c).To(And(HaveField("Status", st.status), HaveField("Reason", st.reason)), "step %d: %+v", i, st)
+				if st.reason == up {
+					g.Expect(c.Message).To(Equal(fmt.Sprintf("%d of %d pods available; scaling up, and no ready pod was lost", st.available, st.size)))
+				}
+			}
 		})
 	}
 }

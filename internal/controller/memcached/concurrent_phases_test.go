@@ -121,6 +121,7 @@ type resizeRig struct {
 	statusWrites atomic.Int32
 	applies      atomic.Int32
 	statusSent   chan struct{}
+	events       *events.FakeRecorder
 }
 
 func newResizeRig(t *testing.T, g Gomega) *resizeRig {
@@ -167,7 +168,8 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			},
 		}).Build()
-	rig.r = &Reconciler{Client: rig.c, APIReader: rig.c, Defaults: policy.Config{DefaultImage: "memcached:test"}}
+	rig.events = events.NewFakeRecorder(20)
+	rig.r = &Reconciler{Client: rig.c, APIReader: rig.c, Recorder: rig.events, Defaults: policy.Config{DefaultImage: "memcached:test"}}
 
 	g.Expect(rig.pass()).To(Succeed())
 	dep := &appsv1.Deployment{}
@@ -179,6 +181,9 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 	g.Expect(rig.pass()).To(Succeed())
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "the fleet of 3 is Ready before the resize")
 
+	for len(rig.events.Events) > 0 {
+		<-rig.events.Events // the fleet's creation and first Available
+	}
 	g.Expect(rig.c.Get(ctx, client.ObjectKeyFromObject(rig.mc), rig.mc)).To(Succeed())
 	edit(&rig.mc.Spec)
 	rig.mc.Generation = 2
@@ -234,7 +239,8 @@ func (rig *resizeRig) condition(g Gomega, t string) metav1.Condition {
 // TestResizeStatusIsWrittenWhileTheApplyIsInFlight: the first pass of a
 // resize writes its status at the same time as the Deployment's apply, one
 // status write in all, and that status is the one computed from the API
-// server's answer: the new generation, rolling out, 3 of 5 pods available.
+// server's answer: the new generation, rolling out, 3 of 5 pods available
+// while scaling up.
 func TestResizeStatusIsWrittenWhileTheApplyIsInFlight(t *testing.T) {
 	g := NewWithT(t)
 	rig := newResizeRig(t, g)
@@ -249,7 +255,8 @@ func TestResizeStatusIsWrittenWhileTheApplyIsInFlight(t *testing.T) {
 		g.Expect(c.ObservedGeneration).To(Equal(int64(2)), c.Type)
 	}
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable)).To(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Message", "3 of 5 pods available")))
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1alpha1.ReasonScalingUp),
+		HaveField("Message", "3 of 5 pods available; scaling up, and no ready pod was lost")))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionProgressing).Message).To(Equal("the Deployment has not yet observed the spec applied to it"))
@@ -301,4 +308,46 @@ func TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce(t *testing.T) {
 	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady)).To(And(
 		HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", int64(2))))
+}
+
+// rollout sets the Deployment's status as its controller would, all pods
+// updated, ready of them ready and available.
+func (rig *resizeRig) rollout(g Gomega, replicas, ready int32) {
+	dep := &appsv1.Deployment{}
+	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready}
+	g.Expect(rig.c.Status().Update(context.Background(), dep)).To(Succeed())
+}
+
+// TestScaleUpSendsNoEventUnlessAPodIsLost: Available goes False while a
+// fleet grows, since fewer pods than its size serve, but that is what the
+// user asked for: no event on the way in (ScalingUp) nor on the way out. A
+// ready pod lost meanwhile is a loss like any other: a Warning, and a Normal
+// event when the fleet is Available again.
+func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a pod lost: %v", lost), func(t *testing.T) {
+			g := NewWithT(t)
+			rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
+			available := func(status metav1.ConditionStatus, reason string) {
+				g.Expect(rig.pass()).To(Succeed())
+				g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable)).To(And(HaveField("Status", status), HaveField("Reason", reason)))
+			}
+			available(metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp)
+			rig.rollout(g, 5, 4)
+			available(metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp)
+			g.Expect(rig.events.Events).To(BeEmpty(), "growing is not news")
+			if lost {
+				rig.rollout(g, 5, 3)
+				available(metav1.ConditionFalse, cachev1alpha1.ReasonReplicasNotReady)
+				g.Expect(rig.events.Events).To(Receive(Equal("Warning ReplicasNotReady Available is False: 3 of 5 pods available")))
+			}
+			rig.rollout(g, 5, 5)
+			available(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady)
+			if lost {
+				g.Expect(rig.events.Events).To(Receive(Equal("Normal AllReplicasReady Available is True: 5 of 5 pods available")))
+			}
+			g.Expect(rig.events.Events).To(BeEmpty())
+		})
+	}
 }

@@ -257,10 +257,11 @@ var _ = Describe("Memcached controller", func() {
 
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		By("scaling up is not Available until the new pods are")
+		By("scaling up is not Available until the new pods are, and says it is scaling up")
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":4}}`)))).To(Succeed())
 		Eventually(condition(mc, cachev1alpha1.ConditionAvailable)).Should(HaveField("Status", metav1.ConditionFalse))
-		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default).Message).To(Equal("2 of 4 pods available"))
+		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default)).To(And(HaveField("Reason", cachev1alpha1.ReasonScalingUp),
+			HaveField("Message", "2 of 4 pods available; scaling up, and no ready pod was lost")))
 	})
 
 	It("never reports a template change as rolled out before the Deployment has rolled it", func() {

@@ -105,6 +105,7 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	st := &mc.Status
 	gen := mc.Generation
 	desired := ptr.Deref(o.Spec.Size, 0)
+	wasScalingUp := scalingUpFrom(st, desired)
 	st.Selector = SelectorString(mc.Name)
 	st.ObservedGeneration = gen
 	if o.NodesObserved {
@@ -197,6 +198,8 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
 		case ds.AvailableReplicas >= desired:
 			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
+		case wasScalingUp(ds.ReadyReplicas):
+			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonScalingUp, available+"; scaling up, and no ready pod was lost")
 		default:
 			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
 		}
@@ -292,6 +295,29 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 	}
 }
 
+// scalingUpFrom reads, in the status a pass starts from, whether a fleet
+// short of desired pods is only scaling up: it was Available with fewer pods
+// than desired (or already scaling up), and keeps at least as many ready
+// pods as it had. A pod lost on the way ends it. The returned function takes
+// the ready pods the pass observed; it must be called before they overwrite
+// the status.
+func scalingUpFrom(st *cachev1alpha1.MemcachedStatus, desired int32) func(ready int32) bool {
+	var prev *metav1.Condition
+	if c := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionAvailable); c != nil {
+		prev = c.DeepCopy()
+	}
+	replicas, readyBefore := st.Replicas, st.ReadyReplicas
+	return func(ready int32) bool {
+		switch {
+		case prev == nil || ready < readyBefore:
+			return false
+		case prev.Status == metav1.ConditionTrue:
+			return desired > replicas
+		}
+		return prev.Reason == cachev1alpha1.ReasonScalingUp
+	}
+}
+
 // ProgressOnly reports whether after differs from before only by a rollout's
 // progress while the fleet is not yet Available: more pods ready, more ready
 // pods listed, new messages, and no condition changing status or reason.
@@ -340,7 +366,7 @@ func joinKinds(kinds []string) string {
 }
 
 // recordTransitions emits an event when objects are created or when
-// Available or Degraded flips, never on a pass that changed nothing, so
+// Available or Degraded flips (eventWorthy), never on a pass that changed nothing, so
 // events stay a history of changes rather than a heartbeat. The other
 // conditions tell the same story in kstatus' words and send none.
 func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
@@ -357,7 +383,7 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded} {
 		c := meta.FindStatusCondition(mc.Status.Conditions, t)
 		old := meta.FindStatusCondition(before, t)
-		if c == nil || (old != nil && old.Status == c.Status) || (old == nil && c.Status == metav1.ConditionFalse) {
+		if c == nil || (old == nil && c.Status == metav1.ConditionFalse) || !eventWorthy(old, c) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
@@ -366,6 +392,21 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 		}
 		r.Recorder.Eventf(mc, nil, eventType, c.Reason, "Reconcile", "%s is %s: %s", c.Type, c.Status, c.Message)
 	}
+}
+
+// eventWorthy reports whether a condition's change from old to c is news:
+// a flip, except into or out of ScalingUp (a scale-up the user asked for,
+// which at a thousand fleets was two event writes a fleet), and a pod lost
+// while scaling up, which turns ScalingUp into another reason.
+func eventWorthy(old, c *metav1.Condition) bool {
+	scaling := func(c *metav1.Condition) bool { return c.Reason == cachev1alpha1.ReasonScalingUp }
+	switch {
+	case old == nil:
+		return true
+	case old.Status != c.Status:
+		return !scaling(old) && !scaling(c)
+	}
+	return scaling(old) && !scaling(c)
 }
 
 // StatusChanges names what differs between two statuses, for the log line
