@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/policy"
@@ -350,4 +351,24 @@ func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
 			g.Expect(rig.events.Events).To(BeEmpty())
 		})
 	}
+}
+
+// TestHeldProgressIsLookedAtAgainBehindOtherFleets: a pass that held back a
+// report of progress asks to be run again when it is due, at low priority,
+// so that fleets with work to do go first; a pass with nothing held asks
+// for nothing.
+func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
+	g := NewWithT(t)
+	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
+	rig.r.ProgressInterval = time.Hour
+	g.Expect(rig.pass()).To(Succeed())
+	rig.rollout(g, 5, 4)
+	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically("~", time.Hour, time.Minute), "the 4th pod ready is progress, held")
+	g.Expect(res.Priority).To(Equal(ptr.To(handler.LowPriority)))
+	rig.rollout(g, 5, 5)
+	res, err = rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(ctrl.Result{}), "Available: written, nothing held")
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -23,11 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -68,6 +71,7 @@ type Reconciler struct {
 	// ProgressInterval is the least time between two status writes of a
 	// fleet that only report a rollout's progress (ProgressOnly): a rollout
 	// then costs its transitions, not one write per pod that becomes ready.
+	// A report that is due also waits while other fleets wait for a worker.
 	// 0 writes every change.
 	ProgressInterval time.Duration
 
@@ -80,6 +84,9 @@ type Reconciler struct {
 	monitored sync.Map
 	// certified holds the fleets this process gave a Certificate.
 	certified sync.Map
+	// backlog is how many fleets wait for a worker (the queue's length,
+	// SetupWithManager); nil counts none.
+	backlog func() int
 	// watchesCertificates: cert-manager's API was served when the manager
 	// started, so a Certificate's changes requeue its fleet. Without it, a
 	// TLS fleet is looked at again every Recheck.
@@ -309,7 +316,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if s.heldFor > 0 && (after == 0 || s.heldFor < after) {
-		after = s.heldFor
+		// Only a report of progress is due then: behind every other fleet.
+		return ctrl.Result{RequeueAfter: s.heldFor, Priority: ptr.To(handler.LowPriority)}, nil
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }
@@ -357,16 +365,28 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if last != nil && last.over == s.original.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, &s.memcached.Status) {
 		return nil
 	}
+	cause := statusChange
 	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&s.original.Status, &s.memcached.Status) {
-		if wait := r.ProgressInterval - now.Sub(last.at); wait > 0 {
+		wait := r.ProgressInterval - now.Sub(last.at)
+		if wait <= 0 && r.backlog != nil && r.backlog() > 0 {
+			// Other fleets wait for a worker, and a report of progress would
+			// keep this one from them for a round trip: at a thousand
+			// fleets resized at once, those reports were a quarter of the
+			// workers' time. It waits for a queue with no one waiting, or
+			// for the fleet's next transition, written at once.
+			wait = r.ProgressInterval
+		}
+		if wait > 0 {
 			s.heldFor = wait
 			return nil
 		}
+		cause = statusProgress
 	}
 	over := s.original.ResourceVersion
 	if err := r.Client.Status().Patch(ctx, s.memcached, client.MergeFrom(s.original)); err != nil {
 		return fmt.Errorf("patching status of Memcached %s: %w", key, err)
 	}
+	statusWrites.WithLabelValues(cause).Inc()
 	r.lastWrite.Store(key, &statusWrite{at: now, over: over, status: s.memcached.Status.DeepCopy()})
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Wrote status", "ready", conditionSummary(&s.memcached.Status, cachev1alpha1.ConditionReady),
@@ -418,9 +438,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		// Metadata only, so the operator holds no Secret's data and needs
 		// no get on Secrets: it only asks whether the auth Secret exists.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToMemcached), builder.WithPredicates(secretAppearedOrWent)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, NewQueue: r.newQueue(mgr.GetLogger())}).
 		Named("memcached").
 		Complete(r)
+}
+
+// newQueue makes controller-runtime's own default queue (a priority queue),
+// keeping its length for the backlog.
+func (r *Reconciler) newQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+			o.Log = log.WithValues("controller", name)
+			o.RateLimiter = limiter
+		})
+		r.backlog = q.Len
+		return q
+	}
 }
 
 // conditionSummary is "Status/Reason" of a condition, for debug logs.

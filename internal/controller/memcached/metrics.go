@@ -25,10 +25,20 @@ var (
 		Name: "memcached_operator_apply_extractions_total",
 		Help: "Extractions of the operator's own fields from an owned object, by kind: made when its managed-fields entry or the desired object changed since one compared equal, otherwise skipped.",
 	}, []string{"kind"})
+	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_status_writes_total",
+		Help: "Status writes, by cause: progress (a rollout's progress alone, at most every --status-progress-interval and only while no other fleet waits for a worker) or change (anything else).",
+	}, []string{"cause"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_reconcile_errors_total",
 		Help: "Reconcile phases that failed, by phase and condition reason.",
 	}, []string{"phase", "reason"})
+)
+
+// Causes of a status write, as memcached_operator_status_writes_total counts them.
+const (
+	statusProgress = "progress"
+	statusChange   = "change"
 )
 
 // Results of an apply, as memcached_operator_apply_requests_total counts them.
@@ -100,7 +110,7 @@ func (c *FleetCollector) Collect(ch chan<- prometheus.Metric) {
 // RegisterMetrics adds the operator's metrics to reg (controller-runtime's
 // metrics.Registry in the manager), reading fleets through reader.
 func RegisterMetrics(reg prometheus.Registerer, reader client.Reader) error {
-	for _, c := range []prometheus.Collector{applyRequests, extractions, reconcileErrors, NewFleetCollector(reader)} {
+	for _, c := range []prometheus.Collector{applyRequests, extractions, statusWrites, reconcileErrors, NewFleetCollector(reader)} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -5,12 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
@@ -91,6 +96,57 @@ func TestProgressHold(t *testing.T) {
 	g.Expect(*writes).To(Equal(5))
 }
 
+// TestProgressWaitsForABacklog: a report of progress that is due is held
+// while other fleets wait for a worker, for a whole interval each time, and
+// written once none waits; a transition is written at once whatever the
+// queue. The metric tells the two causes apart.
+func TestProgressWaitsForABacklog(t *testing.T) {
+	g := NewWithT(t)
+	mc, c, writes := statusWriteCounter(g)
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	waiting := 0
+	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }, backlog: func() int { return waiting }}
+	progress0, change0 := testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)), testutil.ToFloat64(statusWrites.WithLabelValues(statusChange))
+
+	status := func(available metav1.ConditionStatus, ready int32) cachev1alpha1.MemcachedStatus {
+		return cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready,
+			Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: available, Reason: "r", Message: "m",
+				ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start)}}}
+	}
+	var stored cachev1alpha1.MemcachedStatus
+	pass := func(want cachev1alpha1.MemcachedStatus) time.Duration {
+		t.Helper()
+		cur := &cachev1alpha1.Memcached{}
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), cur)).To(Succeed())
+		cur.Status = stored
+		s := &scope{original: cur.DeepCopy(), memcached: cur}
+		s.memcached.Status = want
+		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
+		if s.heldFor == 0 {
+			stored = want
+		}
+		return s.heldFor
+	}
+
+	g.Expect(pass(status(metav1.ConditionFalse, 3))).To(BeZero())
+	waiting = 1
+	now = start.Add(30 * time.Second)
+	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10*time.Second), "due, but a fleet waits for a worker: held a whole interval")
+	now = start.Add(40 * time.Second)
+	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10 * time.Second))
+	g.Expect(*writes).To(Equal(1))
+	waiting = 0
+	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(BeZero(), "no one waits: written")
+	g.Expect(*writes).To(Equal(2))
+	waiting = 500
+	now = start.Add(41 * time.Second)
+	g.Expect(pass(status(metav1.ConditionTrue, 5))).To(BeZero(), "a transition is written whatever the queue")
+	g.Expect(*writes).To(Equal(3))
+	g.Expect(testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)) - progress0).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(statusWrites.WithLabelValues(statusChange)) - change0).To(Equal(2.0))
+}
+
 // TestStaleCacheSendsNoSecondWrite: a pass that reads the fleet from a cache
 // that has not yet seen this process's last status write computes the same
 // status again; it must not send it twice. A different status, or a fleet
@@ -121,4 +177,21 @@ func TestStaleCacheSendsNoSecondWrite(t *testing.T) {
 	fresh.Status = status(3)
 	pass(fresh, status(2))
 	g.Expect(*writes).To(Equal(3), "over a newer object, a status that differs from it is written")
+}
+
+// TestBacklogIsTheQueuesLength: the queue the controller gets is the one
+// the backlog counts: requests waiting for a worker, not those taken.
+func TestBacklogIsTheQueuesLength(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{}
+	q := r.newQueue(logr.Discard())("memcached", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	g.Expect(r.backlog()).To(BeZero())
+	for _, name := range []string{"a", "b", "a"} {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}})
+	}
+	g.Expect(r.backlog()).To(Equal(2), "one per fleet")
+	item, _ := q.Get()
+	g.Expect(r.backlog()).To(Equal(1), "a fleet taken by a worker no longer waits")
+	q.Done(item)
 }
