@@ -81,7 +81,7 @@ func main() {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; empty means the operator's own namespace.")
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to reconcile Memcached in; empty watches all namespaces.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Memcached resources reconciled in parallel.")
-	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available, which also wait while other fleets wait for a worker or every worker is busy (transitions are written at once); 0 writes every change.")
+	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available, which also wait while other fleets wait for a worker (transitions are written at once); 0 writes every change.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder with the webhook server's tls.crt and tls.key; rotated files are picked up without restart.")

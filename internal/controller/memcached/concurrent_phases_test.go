@@ -372,24 +372,3 @@ func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res).To(Equal(ctrl.Result{}), "Available: written, nothing held")
 }
-
-// TestProgressWaitsWhileEveryWorkerIsBusy: a pass counts itself among the
-// running ones, so with two workers and another pass running, a report of
-// progress that is due waits; once that pass is done, it is written.
-func TestProgressWaitsWhileEveryWorkerIsBusy(t *testing.T) {
-	g := NewWithT(t)
-	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
-	rig.r.ProgressInterval, rig.r.workers = time.Nanosecond, 2
-	g.Expect(rig.pass()).To(Succeed())
-	rig.rollout(g, 5, 4)
-	writes := rig.statusWrites.Load()
-	rig.r.running.Store(1) // the other worker's pass
-	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Priority).To(Equal(ptr.To(handler.LowPriority)), "held")
-	g.Expect(rig.statusWrites.Load()).To(Equal(writes))
-	rig.r.running.Store(0)
-	g.Expect(rig.pass()).To(Succeed())
-	g.Expect(rig.statusWrites.Load()).To(Equal(writes+1), "a worker to spare: written")
-	g.Expect(rig.fleet(g).Status.ReadyReplicas).To(Equal(int32(4)))
-}
