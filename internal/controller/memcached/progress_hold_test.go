@@ -35,6 +35,25 @@ func statusWriteCounter(g Gomega) (*cachev1alpha1.Memcached, client.Client, *int
 	return mc, c, &writes
 }
 
+// statusPasses returns pass, which writes want through r.patchStatus over
+// the status last written (stored) and reports the hold.
+func statusPasses(t *testing.T, g Gomega, r *Reconciler, c client.Client, mc *cachev1alpha1.Memcached) (func(cachev1alpha1.MemcachedStatus) time.Duration, *cachev1alpha1.MemcachedStatus) {
+	stored := &cachev1alpha1.MemcachedStatus{}
+	return func(want cachev1alpha1.MemcachedStatus) time.Duration {
+		t.Helper()
+		cur := &cachev1alpha1.Memcached{}
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), cur)).To(Succeed())
+		cur.Status = *stored
+		s := &scope{original: cur.DeepCopy(), memcached: cur}
+		s.memcached.Status = want
+		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
+		if s.heldFor == 0 {
+			*stored = want
+		}
+		return s.heldFor
+	}, stored
+}
+
 // TestProgressHold drives patchStatus through a rollout on a fake clock and
 // counts the status writes that reach the API.
 func TestProgressHold(t *testing.T) {
@@ -52,21 +71,7 @@ func TestProgressHold(t *testing.T) {
 		return cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready, Nodes: nodes,
 			Conditions: cond(metav1.ConditionFalse, cachev1alpha1.ReasonReplicasNotReady)}
 	}
-	// pass writes want over the status last written and reports the hold.
-	var stored cachev1alpha1.MemcachedStatus
-	pass := func(want cachev1alpha1.MemcachedStatus) time.Duration {
-		t.Helper()
-		cur := &cachev1alpha1.Memcached{}
-		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), cur)).To(Succeed())
-		cur.Status = stored
-		s := &scope{original: cur.DeepCopy(), memcached: cur}
-		s.memcached.Status = want
-		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
-		if s.heldFor == 0 {
-			stored = want
-		}
-		return s.heldFor
-	}
+	pass, stored := statusPasses(t, g, r, c, mc)
 
 	g.Expect(pass(rollingOut(0))).To(BeZero(), "the first status is written at once")
 	g.Expect(*writes).To(Equal(1))
@@ -91,7 +96,7 @@ func TestProgressHold(t *testing.T) {
 
 	r.ProgressInterval = 0
 	now = start.Add(13 * time.Second)
-	stored = rollingOut(1, "a")
+	*stored = rollingOut(1, "a")
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "with no interval every change is written")
 	g.Expect(*writes).To(Equal(5))
 }
@@ -114,20 +119,7 @@ func TestProgressWaitsForABacklog(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: available, Reason: "r", Message: "m",
 				ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start)}}}
 	}
-	var stored cachev1alpha1.MemcachedStatus
-	pass := func(want cachev1alpha1.MemcachedStatus) time.Duration {
-		t.Helper()
-		cur := &cachev1alpha1.Memcached{}
-		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), cur)).To(Succeed())
-		cur.Status = stored
-		s := &scope{original: cur.DeepCopy(), memcached: cur}
-		s.memcached.Status = want
-		g.Expect(r.patchStatus(context.Background(), s)).To(Succeed())
-		if s.heldFor == 0 {
-			stored = want
-		}
-		return s.heldFor
-	}
+	pass, _ := statusPasses(t, g, r, c, mc)
 
 	g.Expect(pass(status(metav1.ConditionFalse, 3))).To(BeZero())
 	waiting = 1
