@@ -311,9 +311,10 @@ func TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce(t *testing.T) {
 		HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", int64(2))))
 }
 
-// rollout sets the Deployment's status as its controller would, all pods
-// updated, ready of them ready and available.
-func (rig *resizeRig) rollout(g Gomega, replicas, ready int32) {
+// rollout sets the Deployment's status as its controller would for the
+// resized fleet: 5 pods, all updated, ready of them ready and available.
+func (rig *resizeRig) rollout(g Gomega, ready int32) {
+	const replicas = 5
 	dep := &appsv1.Deployment{}
 	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
 	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready}
@@ -335,15 +336,15 @@ func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
 				g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable)).To(And(HaveField("Status", status), HaveField("Reason", reason)))
 			}
 			available(metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp)
-			rig.rollout(g, 5, 4)
+			rig.rollout(g, 4)
 			available(metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp)
 			g.Expect(rig.events.Events).To(BeEmpty(), "growing is not news")
 			if lost {
-				rig.rollout(g, 5, 3)
+				rig.rollout(g, 3)
 				available(metav1.ConditionFalse, cachev1alpha1.ReasonReplicasNotReady)
 				g.Expect(rig.events.Events).To(Receive(Equal("Warning ReplicasNotReady Available is False: 3 of 5 pods available")))
 			}
-			rig.rollout(g, 5, 5)
+			rig.rollout(g, 5)
 			available(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady)
 			if lost {
 				g.Expect(rig.events.Events).To(Receive(Equal("Normal AllReplicasReady Available is True: 5 of 5 pods available")))
@@ -362,12 +363,12 @@ func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
 	rig.r.ProgressInterval = time.Hour
 	g.Expect(rig.pass()).To(Succeed())
-	rig.rollout(g, 5, 4)
+	rig.rollout(g, 4)
 	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeNumerically("~", time.Hour, time.Minute), "the 4th pod ready is progress, held")
 	g.Expect(res.Priority).To(Equal(ptr.To(handler.LowPriority)))
-	rig.rollout(g, 5, 5)
+	rig.rollout(g, 5)
 	res, err = rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res).To(Equal(ctrl.Result{}), "Available: written, nothing held")
