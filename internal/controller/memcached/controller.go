@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -84,9 +85,9 @@ type Reconciler struct {
 	monitored sync.Map
 	// certified holds the fleets this process gave a Certificate.
 	certified sync.Map
-	// backlog is how many fleets wait for a worker (the queue's length,
-	// SetupWithManager); nil counts none.
-	backlog func() int
+	// backlog is how many fleets wait for a worker: the length of the queue
+	// the controller makes when it starts (newQueue); unset counts none.
+	backlog atomic.Pointer[func() int]
 	// watchesCertificates: cert-manager's API was served when the manager
 	// started, so a Certificate's changes requeue its fleet. Without it, a
 	// TLS fleet is looked at again every Recheck.
@@ -368,7 +369,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	cause := statusChange
 	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&s.original.Status, &s.memcached.Status) {
 		wait := r.ProgressInterval - now.Sub(last.at)
-		if wait <= 0 && r.backlog != nil && r.backlog() > 0 {
+		if n := r.backlog.Load(); wait <= 0 && n != nil && (*n)() > 0 {
 			// Other fleets wait for a worker, and a report of progress would
 			// keep this one from them for a round trip. At a thousand fleets
 			// resized at once none was written while the queue was full,
@@ -445,14 +446,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 }
 
 // newQueue makes controller-runtime's own default queue (a priority queue),
-// keeping its length for the backlog.
+// keeping its length for the backlog. The controller calls it when it
+// starts, before its workers.
 func (r *Reconciler) newQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 			o.Log = log.WithValues("controller", name)
 			o.RateLimiter = limiter
 		})
-		r.backlog = q.Len
+		n := q.Len
+		r.backlog.Store(&n)
 		return q
 	}
 }

@@ -235,6 +235,8 @@ var _ = Describe("Memcached controller", func() {
 		Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
 		Expect(cur.Status.Replicas).To(Equal(int32(2)))
 		Expect(cur.Status.ReadyReplicas).To(Equal(int32(2)))
+		Expect(metricValue(Default, "memcached_operator_status_writes_total", "cause", "change")).To(BeNumerically(">", 0),
+			"status writes are counted by cause")
 
 		var created []string
 		Eventually(func(g Gomega) []string {

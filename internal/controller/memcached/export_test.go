@@ -15,3 +15,7 @@ func AuthMissingError(ns, name, secret string) error {
 
 // SecretMetadataOnly is the transform of the Secret metadata cache.
 var SecretMetadataOnly = secretMetadataOnly
+
+// CountsBacklog reports whether the started controller gave r its queue to
+// count the fleets waiting for a worker.
+func CountsBacklog(r *Reconciler) bool { return r.backlog.Load() != nil }

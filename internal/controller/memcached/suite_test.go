@@ -75,19 +75,21 @@ var _ = BeforeSuite(func() {
 		Cache:                  memcached.CacheOptions(nil),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&memcached.Reconciler{
+	r := &memcached.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("memcached-operator"),
 		Defaults:  testCfg,
 		Limits:    testLimits,
 		Recheck:   time.Second,
-	}).SetupWithManager(mgr, 2)).To(Succeed())
+	}
+	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache())).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+	Eventually(func() bool { return memcached.CountsBacklog(r) }).Should(BeTrue(), "progress reports wait on the controller's own queue")
 })
 
 var _ = AfterSuite(func() {
