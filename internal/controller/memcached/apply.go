@@ -39,7 +39,8 @@ import (
 // from the object after this pass, never from the one before it.
 //
 // sending, when not nil, is told just before an apply changes an existing
-// object: the object as cached and the fields we owned on it.
+// object (the object as cached and the fields we owned on it) or creates
+// one (current is nil then).
 func applyIfChanged[O client.Object, A interface {
 	runtime.ApplyConfiguration
 	WithResourceVersion(string) A
@@ -50,6 +51,10 @@ func applyIfChanged[O client.Object, A interface {
 	key := client.ObjectKeyFromObject(mc)
 	switch err := r.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
+		if sending != nil {
+			var none A
+			sending(live, none)
+		}
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := r.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:

@@ -123,6 +123,10 @@ type resizeRig struct {
 	applies      atomic.Int32
 	statusSent   chan struct{}
 	events       *events.FakeRecorder
+	// appliesDone counts the Deployment applies answered, and
+	// appliedBeforeStatus is what it was when the first status write
+	// arrived; -1 before one does.
+	appliesDone, appliedBeforeStatus atomic.Int32
 }
 
 func newResizeRig(t *testing.T, g Gomega) *resizeRig {
@@ -137,6 +141,7 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
 	rig := &resizeRig{statusSent: make(chan struct{}, 10), hold: hold}
+	rig.appliedBeforeStatus.Store(-1)
 	rig.mc = &cachev1alpha1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
 		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
@@ -157,6 +162,7 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 					if rig.applyErr != nil {
 						return rig.applyErr
 					}
+					defer rig.appliesDone.Add(1)
 					return applyMovingGeneration(ctx, c, obj.(*appsv1ac.DeploymentApplyConfiguration), opts...)
 				}
 				return c.Apply(ctx, obj, opts...)
@@ -164,6 +170,7 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 				if _, ok := obj.(*cachev1alpha1.Memcached); ok && rig.armed.Load() {
 					rig.statusWrites.Add(1)
+					rig.appliedBeforeStatus.CompareAndSwap(-1, rig.appliesDone.Load())
 					defer func() { rig.statusSent <- struct{}{} }()
 				}
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
@@ -199,7 +206,10 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 func applyMovingGeneration(ctx context.Context, c client.WithWatch, answer *appsv1ac.DeploymentApplyConfiguration, opts ...client.ApplyOption) error {
 	key := client.ObjectKey{Namespace: *answer.Namespace, Name: *answer.Name}
 	before := &appsv1.Deployment{}
-	if err := c.Get(ctx, key, before); err != nil {
+	switch err := c.Get(ctx, key, before); {
+	case apierrors.IsNotFound(err):
+		return c.Apply(ctx, answer, opts...) // a create: generation 1
+	case err != nil:
 		return err
 	}
 	if err := c.Apply(ctx, answer, opts...); err != nil {
@@ -286,6 +296,123 @@ func TestResizeWhoseApplyFailsCorrectsTheAnnouncedStatus(t *testing.T) {
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionStalled)).To(And(
 		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonApplyRejected), HaveField("ObservedGeneration", int64(2))))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Reason).To(Equal(cachev1alpha1.ReasonApplyRejected))
+}
+
+// newFleet is a Reconciler over a fake API server holding a new fleet of 3
+// (never reconciled) and, when taken, someone else's Deployment of its name,
+// which the operator's cache does not hold (it lacks the operator's label)
+// and its live reads find. The Deployment's apply waits for the fleet's
+// first status write (or gives up after a while); status writes are counted.
+func newFleet(g Gomega, taken bool) (*Reconciler, *cachev1alpha1.Memcached, *atomic.Int32) {
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1, ResourceVersion: "7"},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}
+	objs := []client.Object{mc}
+	if taken {
+		objs = append(objs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})
+	}
+	var writes atomic.Int32
+	sent := make(chan struct{}, 10)
+	live := withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(mc).Build()
+	cached := interceptor.NewClient(live.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*appsv1.Deployment); ok && taken {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
+				select {
+				case <-sent:
+				case <-time.After(5 * time.Second):
+					return errors.New("the Deployment's create waited alone: the status was not written while it was in flight")
+				}
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes.Add(1)
+			defer func() { sent <- struct{}{} }()
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	r := &Reconciler{Client: cached, APIReader: live, Defaults: policy.Config{DefaultImage: "memcached:test"}}
+	return r, mc, &writes
+}
+
+// TestNewFleetStatusIsWrittenWhileItsObjectsAreCreated: the first pass of a
+// new fleet writes its status at the same time as it creates the
+// Deployment, one status write in all, and that status is the one computed
+// from the created Deployment: generation 1 observed, rolling out, 0 of 3
+// pods available.
+func TestNewFleetStatusIsWrittenWhileItsObjectsAreCreated(t *testing.T) {
+	g := NewWithT(t)
+	r, mc, writes := newFleet(g, false)
+	c := r.Client
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(writes.Load()).To(Equal(int32(1)), "the announced status was the pass's status: no second write")
+
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), got)).To(Succeed())
+	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(1)))
+	g.Expect(got.Status.Effective).NotTo(BeNil())
+	want := map[string]string{
+		cachev1alpha1.ConditionAvailable:   "False/" + cachev1alpha1.ReasonReplicasNotReady + "/0 of 3 pods available",
+		cachev1alpha1.ConditionProgressing: "True/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
+		cachev1alpha1.ConditionReady:       "False/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
+		cachev1alpha1.ConditionDegraded:    "False/" + cachev1alpha1.ReasonReconciled + "/every owned object matches the spec",
+		cachev1alpha1.ConditionReconciling: "True/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
+	}
+	for typ, w := range want {
+		cond := meta.FindStatusCondition(got.Status.Conditions, typ)
+		g.Expect(cond).NotTo(BeNil(), typ)
+		g.Expect(fmt.Sprintf("%s/%s/%s", cond.Status, cond.Reason, cond.Message)).To(Equal(w), typ)
+		g.Expect(cond.ObservedGeneration).To(Equal(int64(1)), typ)
+	}
+}
+
+// TestNewFleetWhoseNameIsTakenCorrectsTheAnnouncedStatus: when the name
+// is taken by an object the operator does not control, the create is
+// refused and the pass writes its own status over the announced one, so
+// what stays is the conflict.
+func TestNewFleetWhoseNameIsTakenCorrectsTheAnnouncedStatus(t *testing.T) {
+	g := NewWithT(t)
+	r, mc, writes := newFleet(g, true)
+	c := r.APIReader
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
+	g.Expect(err).NotTo(HaveOccurred(), "a name conflict is looked at again later, not retried")
+	g.Expect(writes.Load()).To(Equal(int32(2)), "the announced status, then the pass's")
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), got)).To(Succeed())
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonNameConflict)))
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
+}
+
+// TestDeletedDeploymentIsRecreatedBeforeItIsReported: a Deployment deleted
+// under a fleet whose generation was observed is no new generation: it is
+// recreated first and the status, computed from the answer, written after.
+func TestDeletedDeploymentIsRecreatedBeforeItIsReported(t *testing.T) {
+	g := NewWithT(t)
+	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {}, false)
+	// newRig gave the fleet a generation 2 with the same spec: observe it.
+	rig.armed.Store(false)
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.fleet(g).Status.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(rig.c.Delete(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})).To(Succeed())
+
+	rig.armed.Store(true)
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.applies.Load()).To(Equal(int32(1)), "the Deployment is recreated")
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
+	g.Expect(rig.appliedBeforeStatus.Load()).To(Equal(int32(1)), "the status was written after the create, from its answer")
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
 }
 
 // TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce: a spec change
