@@ -160,3 +160,20 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "15.0s / 10.0s = 1.50")))
 }
+
+// TestWritesPerFleetIsPrintedInFull: a figure just over its limit is not
+// printed as the limit (two fleets' progress reports in a thousand made
+// 5.002 writes a fleet, once shown as "5.00" beside "NO").
+func TestWritesPerFleetIsPrintedInFull(t *testing.T) {
+	g := NewWithT(t)
+	var r results
+	r.Config.N = 1000
+	r.Operator = &pairResult{N: 1000, Converge: &phaseResult{Fleets: 1000, Converged: 1000, WritesPerFleetExclEvents: 5.002}}
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
+		HaveField("Value", "5.002"), HaveField("Met", HaveValue(BeFalse())))))
+	r.Operator.Converge.WritesPerFleetExclEvents = 5
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
+		HaveField("Value", "5"), HaveField("Met", HaveValue(BeTrue())))))
+}

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,24 +25,76 @@ import (
 // waiting.
 const statusSettle = 250 * time.Millisecond
 
-// coalesceUpdates delays the requests h makes for update events by d; the
-// work queue keeps one pending request per fleet, so the updates of a
-// window cost one pass.
-func coalesceUpdates(h handler.EventHandler, d time.Duration) handler.EventHandler {
-	return coalescing{EventHandler: h, delay: d}
+// followUpPriority ranks the passes that the operator's own objects ask for
+// (their creation, which the pass that created them has seen, and the
+// updates of a rollout under way) below the passes for a spec the user
+// changed or a fleet that is new, which run at the queue's default priority
+// 0, and above a held report of progress (handler.LowPriority). When many
+// fleets wait, the passes that start rollouts then go first: a rollout runs
+// in the cluster while the workers go on, whereas a pass that follows one
+// only reports it, and the longer it waits the more of the rollout's
+// updates it gathers into one pass. A deleted object is not a follow-up: it
+// is repaired at the default priority.
+const followUpPriority = -1
+
+// followUps ranks the requests h makes for creations and updates at
+// followUpPriority, and delays those for updates by settle, so that the
+// updates of a window cost one pass (the queue keeps one request per
+// fleet). Deletions are neither delayed nor ranked down.
+func followUps(h handler.EventHandler, settle time.Duration) handler.EventHandler {
+	return followUp{EventHandler: h, settle: settle}
 }
 
-type coalescing struct {
+type followUp struct {
 	handler.EventHandler
+	settle time.Duration
+}
+
+func (f followUp) Create(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	f.EventHandler.Create(ctx, e, ranked(q, 0))
+}
+
+func (f followUp) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	f.EventHandler.Update(ctx, e, ranked(q, f.settle))
+}
+
+// ranked is q adding at followUpPriority after delay. A queue without
+// priorities only gets the delay.
+func ranked(q workqueue.TypedRateLimitingInterface[reconcile.Request], delay time.Duration) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		return rankedQueue{PriorityQueue: pq, delay: delay}
+	}
+	if delay > 0 {
+		return delayed{TypedRateLimitingInterface: q, delay: delay}
+	}
+	return q
+}
+
+// rankedQueue is still a priority queue, so controller-runtime's handlers
+// keep asking for handler.LowPriority where they do (an object from the
+// initial list, a resync); any other request gets followUpPriority.
+type rankedQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
 	delay time.Duration
 }
 
-func (c coalescing) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	c.EventHandler.Update(ctx, e, delayed{TypedRateLimitingInterface: q, delay: c.delay})
+func (q rankedQueue) Add(r reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, r) }
+func (q rankedQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: d}, r)
+}
+func (q rankedQueue) AddRateLimited(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, r)
 }
 
-// delayed turns every Add into an AddAfter. It deliberately hides the
-// priority queue's AddWithOpts, so handlers fall back to Add.
+func (q rankedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if o.Priority == nil {
+		o.Priority = ptr.To(followUpPriority)
+	}
+	o.After = max(o.After, q.delay)
+	q.PriorityQueue.AddWithOpts(o, items...)
+}
+
+// delayed turns every Add into an AddAfter.
 type delayed struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	delay time.Duration

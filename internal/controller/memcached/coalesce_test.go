@@ -2,18 +2,25 @@ package memcached
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
 // recordingQueue notes what a handler asks of the work queue.
@@ -28,11 +35,13 @@ func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
 	q.after, q.delays = append(q.after, r), append(q.delays, d)
 }
 
-func TestCoalesceUpdatesDelaysUpdatesOnly(t *testing.T) {
+// TestFollowUpsWithoutPriorities: on a queue without priorities,
+// creations and deletions are added at once and updates after statusSettle.
+func TestFollowUpsWithoutPriorities(t *testing.T) {
 	g := NewWithT(t)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cache"}}
 	inner := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
-	h := coalesceUpdates(inner, statusSettle)
+	h := followUps(inner, statusSettle)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache"}}
 	q := &recordingQueue{}
 	h.Create(context.Background(), event.TypedCreateEvent[client.Object]{Object: dep}, q)
@@ -43,4 +52,104 @@ func TestCoalesceUpdatesDelaysUpdatesOnly(t *testing.T) {
 	g.Expect(q.added).To(HaveLen(2))
 	g.Expect(q.after).To(ConsistOf(req))
 	g.Expect(q.delays).To(ConsistOf(statusSettle))
+}
+
+// optsQueue records what a handler asks of a priority queue.
+type optsQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	adds []string
+}
+
+func (q *optsQueue) Add(reconcile.Request) { q.adds = append(q.adds, "priority 0 after 0s") }
+func (q *optsQueue) AddWithOpts(o priorityqueue.AddOpts, _ ...reconcile.Request) {
+	q.adds = append(q.adds, fmt.Sprintf("priority %d after %s", ptr.Deref(o.Priority, 0), o.After))
+}
+
+// TestFollowUpsRankBelowSpecChanges: on the priority queue, the operator's
+// own objects' creations and updates (a rollout's) are followUpPriority,
+// below a spec change's default 0, and updates wait statusSettle; a
+// deletion is repaired at 0; the initial list and resyncs keep
+// controller-runtime's LowPriority, below both. For the handlers of owned
+// objects and of mapped ones alike.
+func TestFollowUpsRankBelowSpecChanges(t *testing.T) {
+	scheme := runtime.NewScheme()
+	NewWithT(t).Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(cachev1alpha1.GroupVersion.WithKind("Memcached"), meta.RESTScopeNamespace)
+	owner := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", UID: "uid-1"}}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cache"}}
+	for name, inner := range map[string]handler.EventHandler{
+		"owned":  handler.EnqueueRequestForOwner(scheme, mapper, &cachev1alpha1.Memcached{}, handler.OnlyControllerOwner()),
+		"mapped": handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := followUps(inner, statusSettle)
+			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", ResourceVersion: "1",
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, cachev1alpha1.GroupVersion.WithKind("Memcached"))}}}
+			moved := dep.DeepCopy()
+			moved.ResourceVersion = "2"
+			ctx := context.Background()
+			q := &optsQueue{}
+			h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: dep}, q)
+			h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: dep, IsInInitialList: true}, q)
+			h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep, ObjectNew: moved}, q)
+			h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep, ObjectNew: dep}, q)
+			h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: dep}, q)
+			g.Expect(q.adds).To(Equal([]string{
+				fmt.Sprintf("priority %d after 0s", followUpPriority),
+				fmt.Sprintf("priority %d after 0s", handler.LowPriority),
+				fmt.Sprintf("priority %d after %s", followUpPriority, statusSettle),
+				fmt.Sprintf("priority %d after %s", handler.LowPriority, statusSettle),
+				"priority 0 after 0s",
+			}))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(followUpPriority).To(BeNumerically("<", 0), "below a spec change")
+	g.Expect(followUpPriority).To(BeNumerically(">", handler.LowPriority), "above a held report of progress")
+}
+
+// TestFollowUpsRunAfterSpecChanges: on controller-runtime's priority queue
+// itself, a fleet whose spec changed is handed to a worker before one whose
+// rollout moved, even when the rollout's update came first.
+func TestFollowUpsRunAfterSpecChanges(t *testing.T) {
+	g := NewWithT(t)
+	q := priorityqueue.New[reconcile.Request]("followups")
+	defer q.ShutDown()
+	rolling := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "rolling"}}
+	edited := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "edited"}}
+	h := followUps(handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{rolling} }), 0)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rolling", ResourceVersion: "1"}}
+	moved := dep.DeepCopy()
+	moved.ResourceVersion = "2"
+	h.Update(context.Background(), event.TypedUpdateEvent[client.Object]{ObjectOld: dep, ObjectNew: moved}, q)
+	forObject := handler.EnqueueRequestForObject{}
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edited", ResourceVersion: "1"}}
+	newer := mc.DeepCopy()
+	newer.ResourceVersion, newer.Generation = "2", 2
+	forObject.Update(context.Background(), event.TypedUpdateEvent[client.Object]{ObjectOld: mc, ObjectNew: newer}, q)
+	g.Eventually(q.Len).Should(Equal(2))
+	first, _ := q.Get()
+	g.Expect(first).To(Equal(edited))
+	second, _ := q.Get()
+	g.Expect(second).To(Equal(rolling))
+}
+
+// TestFollowedKindsAreFollowUps: every kind the controller watches besides
+// the Memcached, its auth Secret and its Certificate is ranked as a
+// follow-up, and the two whose updates come in a rollout's bursts are
+// gathered for statusSettle.
+func TestFollowedKindsAreFollowUps(t *testing.T) {
+	g := NewWithT(t)
+	settle := map[string]time.Duration{}
+	for _, w := range followed(&handler.EnqueueRequestForObject{}) {
+		f, ok := w.handler.(followUp)
+		g.Expect(ok).To(BeTrue(), "%T", w.object)
+		settle[fmt.Sprintf("%T", w.object)] = f.settle
+	}
+	g.Expect(settle).To(Equal(map[string]time.Duration{
+		"*v1.Deployment": statusSettle, "*v1.EndpointSlice": statusSettle,
+		"*v1.Service": 0, "*v1.PodDisruptionBudget": 0, "*v1.NetworkPolicy": 0, "*v1.Pod": 0,
+	}))
 }

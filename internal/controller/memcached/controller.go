@@ -402,9 +402,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // SetupWithManager registers the controller. A Memcached is reconciled when
 // its spec changes (not after each status write of its own) and when an
 // owned object changes. The Service's EndpointSlices tell which pods serve;
-// they are watched only for changes of that set. Updates of the Deployment
-// and the slices are gathered for statusSettle, so a rollout's bursts of
-// updates cost one pass rather than one per update.
+// they are watched only for changes of that set. What follows a pass
+// (followed) waits behind the fleets whose spec changed, and updates of the
+// Deployment and the slices are gathered for statusSettle, so a rollout's
+// bursts of updates cost one pass rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cachev1alpha1.Memcached{}, authSecretIndex, indexAuthSecret); err != nil {
 		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
@@ -428,21 +429,43 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	case !meta.IsNoMatchError(err):
 		return fmt.Errorf("discovering %s: %w", CertificateGVK, err)
 	}
+	b = b.For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, w := range followed(ownedBy) {
+		b = b.Watches(w.object, w.handler, builder.WithPredicates(w.predicates...))
+	}
 	return b.
-		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, coalesceUpdates(ownedBy, statusSettle)).
-		Owns(&corev1.Service{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&discoveryv1.EndpointSlice{}, coalesceUpdates(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
-			builder.WithPredicates(readyPodsChanged)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToMemcached), builder.WithPredicates(podChanged)).
 		// Metadata only, so the operator holds no Secret's data and needs
 		// no get on Secrets: it only asks whether the auth Secret exists.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToMemcached), builder.WithPredicates(secretAppearedOrWent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, NewQueue: r.newQueue(mgr.GetLogger())}).
 		Named("memcached").
 		Complete(r)
+}
+
+// watch is one kind the controller watches, and how.
+type watch struct {
+	object     client.Object
+	handler    handler.EventHandler
+	predicates []predicate.Predicate
+}
+
+// followed are the kinds whose changes only follow what a pass did: the
+// owned objects, the Service's EndpointSlices (which pods serve) and the
+// pods (which fit on no node, which are marked for a scale-down). Their
+// creations and updates rank below a spec change (followUps); updates of
+// the Deployment and the slices, a rollout's bursts, are gathered for
+// statusSettle.
+func followed(ownedBy handler.EventHandler) []watch {
+	return []watch{
+		{object: &appsv1.Deployment{}, handler: followUps(ownedBy, statusSettle)},
+		{object: &corev1.Service{}, handler: followUps(ownedBy, 0)},
+		{object: &policyv1.PodDisruptionBudget{}, handler: followUps(ownedBy, 0)},
+		{object: &networkingv1.NetworkPolicy{}, handler: followUps(ownedBy, 0)},
+		{object: &discoveryv1.EndpointSlice{}, handler: followUps(handler.EnqueueRequestsFromMapFunc(sliceToMemcached), statusSettle),
+			predicates: []predicate.Predicate{readyPodsChanged}},
+		{object: &corev1.Pod{}, handler: followUps(handler.EnqueueRequestsFromMapFunc(podToMemcached), 0),
+			predicates: []predicate.Predicate{podChanged}},
+	}
 }
 
 // newQueue makes controller-runtime's own default queue (a priority queue),
