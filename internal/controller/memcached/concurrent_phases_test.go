@@ -318,7 +318,7 @@ func newFleet(g Gomega, taken bool) (*Reconciler, *cachev1alpha1.Memcached, *ato
 	var writes atomic.Int32
 	sent := make(chan struct{}, 10)
 	live := withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(mc).Build()
-	cached := interceptor.NewClient(live.(client.WithWatch), interceptor.Funcs{
+	cached := interceptor.NewClient(live, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*appsv1.Deployment); ok && taken {
 				return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name)
