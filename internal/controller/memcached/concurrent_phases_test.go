@@ -500,3 +500,47 @@ func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res).To(Equal(ctrl.Result{}), "Available: written, nothing held")
 }
+
+// TestResizeUnderABacklogAppliesFirstAndReportsLater: while other fleets
+// wait for a worker, the first pass of a resize applies the Deployment and
+// writes no status (not even the one announced with the apply), and asks
+// to be looked at again behind the others; once the rollout is over, the
+// next pass writes the end of it at once, backlog or not.
+func TestResizeUnderABacklogAppliesFirstAndReportsLater(t *testing.T) {
+	g := NewWithT(t)
+	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
+	rig.r.ProgressInterval = 10 * time.Second
+	waiting := func() int { return 3 }
+	rig.r.backlog.Store(&waiting)
+
+	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rig.applies.Load()).To(Equal(int32(1)), "the rollout is started")
+	g.Expect(rig.statusWrites.Load()).To(BeZero(), "its report waits")
+	g.Expect(res.RequeueAfter).To(BeNumerically("~", 10*time.Second, time.Second), "one interval from the hold the announcement began")
+	g.Expect(res.Priority).To(HaveValue(Equal(handler.LowPriority)))
+	g.Expect(rig.fleet(g).Status.ObservedGeneration).To(Equal(int64(1)))
+
+	rig.rollout(g, 5)
+	g.Expect(rig.pass()).To(Succeed())
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
+	g.Expect(rig.fleet(g).Status.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", int64(2))))
+}
+
+// TestDeletedFleetIsForgotten: what the Reconciler keeps about a fleet (its
+// last status write, a held report) goes when the fleet does.
+func TestDeletedFleetIsForgotten(t *testing.T) {
+	g := NewWithT(t)
+	rig := newResizeRig(t, g)
+	key := client.ObjectKeyFromObject(rig.mc)
+	rig.r.startHeld.Store(key, heldStart{generation: 2})
+	_, written := rig.r.lastWrite.Load(key)
+	g.Expect(written).To(BeTrue())
+	g.Expect(rig.c.Delete(context.Background(), rig.fleet(g))).To(Succeed())
+	g.Expect(rig.pass()).To(Succeed())
+	_, written = rig.r.lastWrite.Load(key)
+	_, held := rig.r.startHeld.Load(key)
+	g.Expect(written).To(BeFalse())
+	g.Expect(held).To(BeFalse())
+}

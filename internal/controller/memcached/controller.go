@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -79,6 +80,10 @@ type Reconciler struct {
 	// lastWrite holds each fleet's last status write by this process
 	// (types.NamespacedName → statusWrite).
 	lastWrite sync.Map
+	// startHeld holds, for each fleet whose report of a new generation
+	// (StartOnly) is held, the generation and since when
+	// (types.NamespacedName → heldStart).
+	startHeld sync.Map
 	// applied remembers which owned objects hold what they should.
 	applied appliedLedger
 	// monitored holds the fleets this process gave a ServiceMonitor.
@@ -222,6 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
+			r.startHeld.Delete(req.NamespacedName)
 			r.applied.forget(req.NamespacedName)
 			r.monitored.Delete(req.NamespacedName)
 			r.certified.Delete(req.NamespacedName)
@@ -366,10 +372,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if last != nil && last.over == s.original.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, &s.memcached.Status) {
 		return nil
 	}
+	if r.ProgressInterval > 0 && StartOnly(&s.original.Status, &s.memcached.Status) {
+		if wait := r.holdStart(key, s.memcached.Status.ObservedGeneration, now); wait > 0 {
+			s.heldFor = wait
+			return nil
+		}
+	}
 	cause := statusChange
 	if r.ProgressInterval > 0 && last != nil && ProgressOnly(&s.original.Status, &s.memcached.Status) {
 		wait := r.ProgressInterval - now.Sub(last.at)
-		if n := r.backlog.Load(); wait <= 0 && n != nil && (*n)() > 0 {
+		if wait <= 0 && r.backlogged() {
 			// Other fleets wait for a worker, and a report of progress would
 			// keep this one from them for a round trip. At a thousand fleets
 			// resized at once none was written while the queue was full,
@@ -390,6 +402,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	}
 	statusWrites.WithLabelValues(cause).Inc()
 	r.lastWrite.Store(key, &statusWrite{at: now, over: over, status: s.memcached.Status.DeepCopy()})
+	r.startHeld.Delete(key)
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Wrote status", "ready", conditionSummary(&s.memcached.Status, cachev1alpha1.ConditionReady),
 			"was", conditionSummary(&s.original.Status, cachev1alpha1.ConditionReady),
@@ -397,6 +410,39 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 			"changed", StatusChanges(&s.original.Status, &s.memcached.Status))
 	}
 	return nil
+}
+
+// heldStart is a fleet's report of a new generation held since a time.
+type heldStart struct {
+	generation int64
+	since      time.Time
+}
+
+// holdStart is how much longer a report that a fleet took up generation
+// gen (StartOnly) waits: while other fleets wait for a worker, a first
+// report would keep them from it for a round trip, and the API server
+// from their rollouts for a write, to tell nobody anything they act on. It
+// waits one ProgressInterval at most, so that a fleet whose rollout is
+// slow still says soon that its change was taken up; one whose rollout
+// ends sooner reports the end instead, and a failure is written at once.
+// Without a backlog it is written at once.
+func (r *Reconciler) holdStart(key types.NamespacedName, gen int64, now time.Time) time.Duration {
+	if !r.backlogged() {
+		return 0
+	}
+	h := heldStart{generation: gen, since: now}
+	if v, ok := r.startHeld.Load(key); ok && v.(heldStart).generation == gen {
+		h = v.(heldStart)
+	} else {
+		r.startHeld.Store(key, h)
+	}
+	return max(r.ProgressInterval-now.Sub(h.since), 0)
+}
+
+// backlogged: other fleets wait for a worker.
+func (r *Reconciler) backlogged() bool {
+	n := r.backlog.Load()
+	return n != nil && (*n)() > 0
 }
 
 // SetupWithManager registers the controller. A Memcached is reconciled when

@@ -190,3 +190,69 @@ func TestBacklogIsTheQueuesLength(t *testing.T) {
 	g.Expect(backlog()).To(Equal(1), "a fleet taken by a worker no longer waits")
 	q.Done(item)
 }
+
+// TestStartReportWaitsForABacklog: the report that a fleet took up a new
+// generation and is rolling out (StartOnly) is held while other fleets
+// wait for a worker, one interval at most from its first hold; without a
+// backlog, or once the interval is over, or when the next status is
+// anything else (a failure, the end of the rollout), it is written at once.
+func TestStartReportWaitsForABacklog(t *testing.T) {
+	g := NewWithT(t)
+	mc, c, writes := statusWriteCounter(g)
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	waiting := 1
+	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }}
+	queued := func() int { return waiting }
+	r.backlog.Store(&queued)
+	status := func(gen int64, reconciling, degraded, available metav1.ConditionStatus) cachev1alpha1.MemcachedStatus {
+		cond := func(t string, s metav1.ConditionStatus) metav1.Condition {
+			return metav1.Condition{Type: t, Status: s, Reason: "r", Message: "m", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(start)}
+		}
+		return cachev1alpha1.MemcachedStatus{ObservedGeneration: gen, Conditions: []metav1.Condition{
+			cond(cachev1alpha1.ConditionReconciling, reconciling), cond(cachev1alpha1.ConditionDegraded, degraded),
+			cond(cachev1alpha1.ConditionAvailable, available)}}
+	}
+	rolling := func(gen int64) cachev1alpha1.MemcachedStatus {
+		return status(gen, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse)
+	}
+	pass, _ := statusPasses(t, g, r, c, mc)
+
+	g.Expect(pass(rolling(1))).To(Equal(10*time.Second), "a new fleet's first report waits while others wait")
+	now = start.Add(4 * time.Second)
+	g.Expect(pass(rolling(1))).To(Equal(6*time.Second), "for one interval from its first hold, not from each pass")
+	g.Expect(*writes).To(BeZero())
+	now = start.Add(10 * time.Second)
+	g.Expect(pass(rolling(1))).To(BeZero(), "the interval is over: written, backlog or not")
+	g.Expect(*writes).To(Equal(1))
+
+	waiting = 0
+	g.Expect(pass(rolling(2))).To(BeZero(), "no one waits: written at once")
+	g.Expect(*writes).To(Equal(2))
+
+	waiting = 1
+	g.Expect(pass(rolling(3))).To(Equal(10 * time.Second))
+	g.Expect(pass(status(3, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse))).To(BeZero(), "a failure is written at once")
+	g.Expect(*writes).To(Equal(3))
+
+	g.Expect(pass(rolling(4))).To(BeZero(), "so is the end of a failure")
+	g.Expect(*writes).To(Equal(4))
+
+	now = start.Add(20 * time.Second)
+	g.Expect(pass(rolling(5))).To(Equal(10 * time.Second))
+	now = start.Add(25 * time.Second)
+	g.Expect(pass(status(5, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue))).To(BeZero(), "the end of the rollout is written at once")
+	g.Expect(*writes).To(Equal(5))
+	_, held := r.startHeld.Load(client.ObjectKeyFromObject(mc))
+	g.Expect(held).To(BeFalse(), "a written report is no longer held")
+	// A new pod template: Available while the old pods serve.
+	template := status(6, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue)
+	g.Expect(pass(template)).To(Equal(10*time.Second), "the next generation's hold starts afresh")
+	now = start.Add(30 * time.Second)
+	template = status(7, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue)
+	g.Expect(pass(template)).To(Equal(10*time.Second), "and so does that of a generation given while one was held")
+
+	r.ProgressInterval = 0
+	g.Expect(pass(template)).To(BeZero(), "with no interval every change is written")
+	g.Expect(*writes).To(Equal(6))
+}

@@ -348,6 +348,28 @@ func ProgressOnly(before, after *cachev1alpha1.MemcachedStatus) bool {
 		apiequality.Semantic.DeepEqual(before.Effective, after.Effective)
 }
 
+// StartOnly reports whether after differs from before only by taking up a
+// new generation whose rollout is under way and going well: the observed
+// generation moves, the fleet is Reconciling with nothing Degraded (a
+// Stalled fleet is Degraded too), and no condition changes in a way that
+// sends an event. kstatus
+// already reads a fleet whose generation is not observed yet as in
+// progress, so such a report tells the tools that wait on a fleet (kubectl
+// wait, Flux, Argo CD) nothing new; it only says the operator has started.
+func StartOnly(before, after *cachev1alpha1.MemcachedStatus) bool {
+	if after.ObservedGeneration <= before.ObservedGeneration ||
+		!meta.IsStatusConditionTrue(after.Conditions, cachev1alpha1.ConditionReconciling) ||
+		!meta.IsStatusConditionFalse(after.Conditions, cachev1alpha1.ConditionDegraded) {
+		return false
+	}
+	for _, t := range eventConditions {
+		if worthAnEvent(meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(after.Conditions, t)) {
+			return false
+		}
+	}
+	return true
+}
+
 func deploymentCondition(ds appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	for i := range ds.Conditions {
 		if ds.Conditions[i].Type == t {
@@ -380,10 +402,9 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	if kinds := s.createdKinds(); len(kinds) > 0 {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "Created", "Create", "created %s for %s", joinKinds(kinds), mc.Name)
 	}
-	for _, t := range []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded} {
+	for _, t := range eventConditions {
 		c := meta.FindStatusCondition(mc.Status.Conditions, t)
-		old := meta.FindStatusCondition(before, t)
-		if c == nil || (old == nil && c.Status == metav1.ConditionFalse) || !eventWorthy(old, c) {
+		if !worthAnEvent(meta.FindStatusCondition(before, t), c) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
@@ -398,6 +419,15 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 // a flip, except into or out of ScalingUp (a scale-up the user asked for,
 // which at a thousand fleets was two event writes a fleet), and a pod lost
 // while scaling up, which turns ScalingUp into another reason.
+// eventConditions are the conditions whose changes send events.
+var eventConditions = []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded}
+
+// worthAnEvent: c, from old, is a change recordTransitions sends an event
+// for. A condition's first value sends none when it is False.
+func worthAnEvent(old, c *metav1.Condition) bool {
+	return c != nil && (old != nil || c.Status != metav1.ConditionFalse) && eventWorthy(old, c)
+}
+
 func eventWorthy(old, c *metav1.Condition) bool {
 	scaling := func(c *metav1.Condition) bool { return c.Reason == cachev1alpha1.ReasonScalingUp }
 	switch {
