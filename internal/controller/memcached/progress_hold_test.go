@@ -101,6 +101,25 @@ func TestProgressHold(t *testing.T) {
 	g.Expect(*writes).To(Equal(5))
 }
 
+// queueClock is a Reconciler with a 10 s progress interval over a fake
+// clock and a fake queue: set *now and *waiting to move them.
+type queueClock struct {
+	r       *Reconciler
+	start   time.Time
+	now     *time.Time
+	waiting *int
+}
+
+func newQueueClock(c client.Client, waiting int) queueClock {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	qc := queueClock{start: start, now: &now, waiting: &waiting}
+	qc.r = &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return *qc.now }}
+	queued := func() int { return *qc.waiting }
+	qc.r.backlog.Store(&queued)
+	return qc
+}
+
 // TestProgressWaitsForABacklog: a report of progress that is due is held
 // while other fleets wait for a worker, for a whole interval each time, and
 // written once none waits; a transition is written at once whatever the
@@ -108,12 +127,8 @@ func TestProgressHold(t *testing.T) {
 func TestProgressWaitsForABacklog(t *testing.T) {
 	g := NewWithT(t)
 	mc, c, writes := statusWriteCounter(g)
-	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	now := start
-	waiting := 0
-	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }}
-	queued := func() int { return waiting }
-	r.backlog.Store(&queued)
+	qc := newQueueClock(c, 0)
+	r, start, now, waiting := qc.r, qc.start, qc.now, qc.waiting
 	progress0, change0 := testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)), testutil.ToFloat64(statusWrites.WithLabelValues(statusChange))
 
 	status := func(available metav1.ConditionStatus, ready int32) cachev1alpha1.MemcachedStatus {
@@ -124,17 +139,17 @@ func TestProgressWaitsForABacklog(t *testing.T) {
 	pass, _ := statusPasses(t, g, r, c, mc)
 
 	g.Expect(pass(status(metav1.ConditionFalse, 3))).To(BeZero())
-	waiting = 1
-	now = start.Add(30 * time.Second)
+	*waiting = 1
+	*now = start.Add(30 * time.Second)
 	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10*time.Second), "due, but a fleet waits for a worker: held a whole interval")
-	now = start.Add(40 * time.Second)
+	*now = start.Add(40 * time.Second)
 	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10 * time.Second))
 	g.Expect(*writes).To(Equal(1))
-	waiting = 0
+	*waiting = 0
 	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(BeZero(), "no one waits: written")
 	g.Expect(*writes).To(Equal(2))
-	waiting = 500
-	now = start.Add(41 * time.Second)
+	*waiting = 500
+	*now = start.Add(41 * time.Second)
 	g.Expect(pass(status(metav1.ConditionTrue, 5))).To(BeZero(), "a transition is written whatever the queue")
 	g.Expect(*writes).To(Equal(3))
 	g.Expect(testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)) - progress0).To(Equal(1.0))
@@ -199,12 +214,8 @@ func TestBacklogIsTheQueuesLength(t *testing.T) {
 func TestStartReportWaitsForABacklog(t *testing.T) {
 	g := NewWithT(t)
 	mc, c, writes := statusWriteCounter(g)
-	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	now := start
-	waiting := 1
-	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return now }}
-	queued := func() int { return waiting }
-	r.backlog.Store(&queued)
+	qc := newQueueClock(c, 1)
+	r, start, now, waiting := qc.r, qc.start, qc.now, qc.waiting
 	status := func(gen int64, reconciling, degraded, available metav1.ConditionStatus) cachev1alpha1.MemcachedStatus {
 		cond := func(t string, s metav1.ConditionStatus) metav1.Condition {
 			return metav1.Condition{Type: t, Status: s, Reason: "r", Message: "m", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(start)}
@@ -219,18 +230,18 @@ func TestStartReportWaitsForABacklog(t *testing.T) {
 	pass, _ := statusPasses(t, g, r, c, mc)
 
 	g.Expect(pass(rolling(1))).To(Equal(10*time.Second), "a new fleet's first report waits while others wait")
-	now = start.Add(4 * time.Second)
+	*now = start.Add(4 * time.Second)
 	g.Expect(pass(rolling(1))).To(Equal(6*time.Second), "for one interval from its first hold, not from each pass")
 	g.Expect(*writes).To(BeZero())
-	now = start.Add(10 * time.Second)
+	*now = start.Add(10 * time.Second)
 	g.Expect(pass(rolling(1))).To(BeZero(), "the interval is over: written, backlog or not")
 	g.Expect(*writes).To(Equal(1))
 
-	waiting = 0
+	*waiting = 0
 	g.Expect(pass(rolling(2))).To(BeZero(), "no one waits: written at once")
 	g.Expect(*writes).To(Equal(2))
 
-	waiting = 1
+	*waiting = 1
 	g.Expect(pass(rolling(3))).To(Equal(10 * time.Second))
 	g.Expect(pass(status(3, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse))).To(BeZero(), "a failure is written at once")
 	g.Expect(*writes).To(Equal(3))
@@ -238,9 +249,9 @@ func TestStartReportWaitsForABacklog(t *testing.T) {
 	g.Expect(pass(rolling(4))).To(BeZero(), "so is the end of a failure")
 	g.Expect(*writes).To(Equal(4))
 
-	now = start.Add(20 * time.Second)
+	*now = start.Add(20 * time.Second)
 	g.Expect(pass(rolling(5))).To(Equal(10 * time.Second))
-	now = start.Add(25 * time.Second)
+	*now = start.Add(25 * time.Second)
 	g.Expect(pass(status(5, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue))).To(BeZero(), "the end of the rollout is written at once")
 	g.Expect(*writes).To(Equal(5))
 	_, held := r.startHeld.Load(client.ObjectKeyFromObject(mc))
@@ -248,7 +259,7 @@ func TestStartReportWaitsForABacklog(t *testing.T) {
 	// A new pod template: Available while the old pods serve.
 	template := status(6, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue)
 	g.Expect(pass(template)).To(Equal(10*time.Second), "the next generation's hold starts afresh")
-	now = start.Add(30 * time.Second)
+	*now = start.Add(30 * time.Second)
 	template = status(7, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue)
 	g.Expect(pass(template)).To(Equal(10*time.Second), "and so does that of a generation given while one was held")
 
