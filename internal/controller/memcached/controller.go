@@ -421,9 +421,11 @@ type heldStart struct {
 // holdStart is how much longer a report that a fleet took up generation
 // gen (StartOnly) waits: while other fleets wait for a worker, a first
 // report would keep them from it for a round trip, and the API server
-// from their rollouts for a write, to tell nobody anything they act on. It
-// waits one ProgressInterval at most, so that a fleet whose rollout is
-// slow still says soon that its change was taken up; one whose rollout
+// from their rollouts for a write, to tell nobody anything they act on.
+// After one ProgressInterval from its first hold, the fleet's next pass
+// writes it, backlog or not, so that a fleet whose rollout is slow still
+// says that its change was taken up; that pass comes behind the fleets
+// waiting (the held pass is requeued at LowPriority). One whose rollout
 // ends sooner reports the end instead, and a failure is written at once.
 // Without a backlog it is written at once.
 func (r *Reconciler) holdStart(key types.NamespacedName, gen int64, now time.Time) time.Duration {

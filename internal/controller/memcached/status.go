@@ -352,10 +352,10 @@ func ProgressOnly(before, after *cachev1alpha1.MemcachedStatus) bool {
 // new generation whose rollout is under way and going well: the observed
 // generation moves, the fleet is Reconciling with nothing Degraded (a
 // Stalled fleet is Degraded too), and no condition changes in a way that
-// sends an event. kstatus
-// already reads a fleet whose generation is not observed yet as in
-// progress, so such a report tells the tools that wait on a fleet (kubectl
-// wait, Flux, Argo CD) nothing new; it only says the operator has started.
+// sends an event. kstatus already reads a fleet whose generation is not
+// observed yet as in progress, so such a report tells the tools that wait
+// on a fleet (kubectl wait, Flux, Argo CD) nothing new; it only says the
+// operator has started.
 func StartOnly(before, after *cachev1alpha1.MemcachedStatus) bool {
 	if after.ObservedGeneration <= before.ObservedGeneration ||
 		!meta.IsStatusConditionTrue(after.Conditions, cachev1alpha1.ConditionReconciling) ||
