@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +45,34 @@ func ReadyPods(items []discoveryv1.EndpointSlice) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// readinessOnly is the cache transform of EndpointSlices: what ReadyPods
+// reads (each endpoint's pod and its ready and terminating conditions) and
+// the labels that map and index a slice to its fleet. Addresses, ports,
+// nodes, hints and the rest of the metadata are dropped, since the cache
+// holds a slice per fleet (two for dual stack).
+func readinessOnly(in any) (any, error) {
+	s, ok := in.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return in, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+			Labels: s.Labels, DeletionTimestamp: s.DeletionTimestamp,
+		},
+		AddressType: s.AddressType,
+		Endpoints:   make([]discoveryv1.Endpoint, 0, len(s.Endpoints)),
+	}
+	for _, ep := range s.Endpoints {
+		kept := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ep.Conditions.Ready, Terminating: ep.Conditions.Terminating}}
+		if ep.TargetRef != nil {
+			kept.TargetRef = &corev1.ObjectReference{Kind: ep.TargetRef.Kind, Name: ep.TargetRef.Name}
+		}
+		out.Endpoints = append(out.Endpoints, kept)
+	}
+	return out, nil
 }
 
 // readyPodsChanged passes the EndpointSlice events that can change

@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,15 +52,16 @@ func podLabels(instance string, extra map[string]string) map[string]string {
 // keepOwnManagedFields drops the managed fields of every other manager
 // (the Deployment controller's status entries are the largest part of a
 // cached Deployment): comparing what the operator applied needs only its
-// own entry.
+// own entry. The kept entries go into a slice of their own: filtered in
+// place, the decoded slice's tail would still hold the dropped entries, and
+// the cache would keep their fields alive.
 func keepOwnManagedFields(in any) (any, error) {
 	obj, ok := in.(client.Object)
 	if !ok {
 		return in, nil
 	}
-	fields := obj.GetManagedFields()
-	kept := fields[:0]
-	for _, f := range fields {
+	var kept []metav1.ManagedFieldsEntry
+	for _, f := range obj.GetManagedFields() {
 		if f.Manager == FieldOwner {
 			kept = append(kept, f)
 		}
@@ -77,19 +79,19 @@ func SelectorString(instance string) string {
 // CacheOptions scopes the manager's cache to the watched namespaces (all when
 // empty) and, for owned kinds and EndpointSlices, to the operator's own
 // objects (a Service's slices carry its labels), so that its memory follows
-// the number of fleets rather than the size of the cluster. Slices are kept
-// without managed fields: only owned objects need them, to compare what the
-// operator applied.
+// the number of fleets rather than the size of the cluster. Slices keep
+// only which pods are ready (readinessOnly), pods only where they run
+// (placementOnly): only owned objects keep managed fields, to compare what
+// the operator applied.
 func CacheOptions(namespaces []string) cache.Options {
 	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
 	own := cache.ByObject{Label: selector, Transform: keepOwnManagedFields}
-	slices := cache.ByObject{Label: selector, Transform: cache.TransformStripManagedFields()}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            own,
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
 		&networkingv1.NetworkPolicy{}:   own,
-		&discoveryv1.EndpointSlice{}:    slices,
+		&discoveryv1.EndpointSlice{}:    {Label: selector, Transform: readinessOnly},
 		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
 		// Secrets are the users', so no label selects them; only their
 		// metadata is watched (the auth Secret's existence), and trimmed.
