@@ -177,3 +177,22 @@ func TestWritesPerFleetIsPrintedInFull(t *testing.T) {
 	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
 		HaveField("Value", "5"), HaveField("Met", HaveValue(BeTrue())))))
 }
+
+// TestRSSNoteGivesTheFloorAndTheColdStart: the RSS line splits the memory
+// into what the process needs with no fleet and what each fleet adds, and
+// reports the cold start with its own pod count.
+func TestRSSNoteGivesTheFloorAndTheColdStart(t *testing.T) {
+	g := NewWithT(t)
+	var r results
+	r.Config.N, r.Config.Size, r.Config.ResizeTo = 1000, 3, 5
+	r.Operator = &pairResult{N: 1000, Converge: &phaseResult{Fleets: 1000, Converged: 1000, PeakRSSMiB: 120}}
+	r.OperatorProcess = &procStats{RSSMiB: 117, RSSAnonMiB: 89, RSSFileMiB: 28}
+	r.OperatorProcessAtStart = &procStats{RSSMiB: 40, RSSAnonMiB: 14, RSSFileMiB: 26}
+	r.Restart = &restartResult{PeakRSSMiB: 157, RSSAnonMiB: 100, RSSFileMiB: 28}
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(
+		HaveField("Name", "peak RSS at N=1000 (3000 pods)"), HaveField("Value", "120.0 MiB"), HaveField("Met", HaveValue(BeFalse())),
+		HaveField("Note", And(
+			ContainSubstring("at 0 fleets: 40.0 MiB = 14.0 anonymous + 26.0 file, so 76.8 KiB anonymous a fleet"),
+			ContainSubstring("cold start with 5000 pods (restart): peak 157.0 MiB"))))))
+}

@@ -40,10 +40,11 @@ type operatorProc struct {
 	// limit (memcg), as a container with resources.limits.memory.
 	memoryLimit string
 	cg          *memcg
-	// flags follow the bench's own on every start.
-	flags  []string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	// flags follow the bench's own on every start; env is added to the
+	// bench's environment.
+	flags, env []string
+	cmd        *exec.Cmd
+	exited     chan struct{}
 }
 
 // operatorMemoryTarget and operatorMemoryLimit are what the chart passes
@@ -53,8 +54,8 @@ const (
 	operatorMemoryLimit  = "256Mi"
 )
 
-func newOperatorProc(s *clusterState, bin, dir string, flags []string) (*operatorProc, error) {
-	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator), flags: flags}
+func newOperatorProc(s *clusterState, bin, dir string, flags, env []string) (*operatorProc, error) {
+	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator), flags: flags, env: env}
 	for _, p := range []*int{&o.webhookPort, &o.probePort, &o.metricsPort, &o.pprofPort} {
 		port, err := freePort()
 		if err != nil {
@@ -199,7 +200,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 	}, append(o.flags, extra...)...)
 	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.kubeconfig)
+	cmd.Env = append(append(os.Environ(), o.env...), "KUBECONFIG="+o.kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

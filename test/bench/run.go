@@ -33,6 +33,7 @@ type runFlags struct {
 	operatorBin                string
 	operatorMemoryLimit        string
 	operatorFlags              string
+	operatorEnv                string
 	profileSeconds             int
 	order                      string
 }
@@ -66,6 +67,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
 	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
 	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
+	fs.StringVar(&f.operatorEnv, "operator-env", "", "More environment of the operator, space-separated NAME=VALUE (e.g. GODEBUG=gctrace=1 GOGC=50): the results record it.")
 	fs.StringVar(&f.order, "order", orderBalanced, "Order of the two clients on the one control plane: balanced (reference, operator, operator, reference: the ratios compare the means of both runs), reference-first or reference-last (one run each).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
@@ -133,7 +135,7 @@ func newBench(ctx context.Context, f runFlags) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := newOperatorProc(s, f.operatorBin, filepath.Join(out, "operator"), strings.Fields(f.operatorFlags))
+	op, err := newOperatorProc(s, f.operatorBin, filepath.Join(out, "operator"), strings.Fields(f.operatorFlags), strings.Fields(f.operatorEnv))
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +384,9 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 	}
 	b.watch = w
 	if main {
+		if st, serr := b.op.stats(); serr == nil {
+			b.res.OperatorProcessAtStart = &st
+		}
 		b.cpuProfile(ctx, "converge-cpu.pprof")
 	}
 	logf("operator: converge N=%d workers=%d", n, workers)
@@ -646,7 +651,9 @@ func (b *bench) restart(ctx context.Context, ns string) error {
 	b.res.Restart = &restartResult{
 		ReadySeconds: ready.Seconds(), AllCheckedSeconds: checked.Seconds(), Reconciles: int(recs),
 		Requests: counts, PeakRSSMiB: st.PeakRSSMiB, CPUSeconds: st.CPUSeconds,
+		RSSAnonMiB: st.RSSAnonMiB, RSSFileMiB: st.RSSFileMiB,
 	}
+	b.heapProfile(ctx, "restarted-heap.pprof")
 	logf("  restart: ready in %.2fs, every fleet checked in %.2fs (%d reconciles), %d writes (%s)",
 		ready.Seconds(), checked.Seconds(), int(recs), counts.Writes, counts)
 	return nil
