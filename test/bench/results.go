@@ -39,18 +39,19 @@ type results struct {
 	Operator  *pairResult `json:"operator,omitempty"`
 	// OperatorAgain and ReferenceAgain are the balanced order's third and
 	// fourth runs.
-	OperatorAgain   *pairResult `json:"operatorAgain,omitempty"`
-	ReferenceAgain  *pairResult `json:"referenceAgain,omitempty"`
-	OperatorProcess *procStats  `json:"operatorProcessAfterConverge,omitempty"`
+	OperatorAgain   *pairResult       `json:"operatorAgain,omitempty"`
+	ReferenceAgain  *pairResult       `json:"referenceAgain,omitempty"`
+	OperatorProcess *procStats        `json:"operatorProcessAfterConverge,omitempty"`
+	Idle            *idleResult       `json:"idle,omitempty"`
+	Churn           []churnResult     `json:"churn,omitempty"`
+	Restart         *restartResult    `json:"restart,omitempty"`
+	Admission       []admissionResult `json:"admission,omitempty"`
+	Sweep           []sweepPoint      `json:"sweep,omitempty"`
+	Targets         []target          `json:"targets"`
+
 	// OperatorProcessAtStart is the main operator before its converge: its
 	// caches synced and empty, the floor the fleets add to.
-	OperatorProcessAtStart *procStats        `json:"operatorProcessAtStart,omitempty"`
-	Idle                   *idleResult       `json:"idle,omitempty"`
-	Churn                  []churnResult     `json:"churn,omitempty"`
-	Restart                *restartResult    `json:"restart,omitempty"`
-	Admission              []admissionResult `json:"admission,omitempty"`
-	Sweep                  []sweepPoint      `json:"sweep,omitempty"`
-	Targets                []target          `json:"targets"`
+	OperatorProcessAtStart *procStats `json:"operatorProcessAtStart,omitempty"`
 }
 
 func newResults(f runFlags, s *clusterState) *results {

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,10 +57,7 @@ func readinessOnly(in any) (any, error) {
 		return in, nil
 	}
 	out := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-			Labels: s.Labels, DeletionTimestamp: s.DeletionTimestamp,
-		},
+		ObjectMeta:  cachedMeta(&s.ObjectMeta),
 		AddressType: s.AddressType,
 		Endpoints:   make([]discoveryv1.Endpoint, 0, len(s.Endpoints)),
 	}

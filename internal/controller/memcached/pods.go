@@ -61,13 +61,7 @@ func placementOnly(in any) (any, error) {
 	if !ok {
 		return in, nil
 	}
-	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, CreationTimestamp: p.CreationTimestamp,
-		},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
-	}
+	out := &corev1.Pod{ObjectMeta: cachedMeta(&p.ObjectMeta), Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
 	if cost, ok := p.Annotations[PodDeletionCost]; ok {
 		out.Annotations = map[string]string{PodDeletionCost: cost}
 	}
@@ -78,6 +72,15 @@ func placementOnly(in any) (any, error) {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	}
 	return out, nil
+}
+
+// cachedMeta is the metadata a trimmed cache keeps: the object's identity,
+// its labels (which index and map it to a fleet) and its lifetime.
+func cachedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp, CreationTimestamp: m.CreationTimestamp,
+	}
 }
 
 // podChanged passes the pod events that can change what a pass does with
