@@ -21,7 +21,7 @@ import (
 func TestKeepOwnManagedFields(t *testing.T) {
 	g := NewWithT(t)
 	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	for _, order := range [][]string{
 		{FieldOwner, "kube-controller-manager"},
