@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,6 +29,7 @@ import (
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/metricsauth"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/internal/restmapping"
 	"github.com/example/memcached-operator/internal/webhookcert"
 	"github.com/example/memcached-operator/webhooks"
 )
@@ -172,7 +174,8 @@ func run(o options) error {
 			CertDir: o.webhookCertDir,
 			TLSOpts: webhookTLSOpts,
 		}),
-		Cache: memcached.CacheOptions(splitList(o.watchNamespaces)),
+		Cache:          memcached.CacheOptions(splitList(o.watchNamespaces)),
+		MapperProvider: restmapping.Provider(apiutil.NewDynamicRESTMapper),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -21,6 +22,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/internal/restmapping"
 	"github.com/example/memcached-operator/test/testenv"
 )
 
@@ -73,6 +75,8 @@ var _ = BeforeSuite(func() {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  memcached.CacheOptions(nil),
+		// The operator's mapper, so the suite runs through its memo.
+		MapperProvider: restmapping.Provider(apiutil.NewDynamicRESTMapper),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &memcached.Reconciler{
