@@ -11,7 +11,7 @@ BENCH_WORKERS ?= 4
 BENCH_NODES ?= 50
 BENCH_IDLE ?= 10m
 # More flags for `bench run` (go run ./test/bench run -h), e.g.
-# BENCH_ARGS='-sweep-workers 1,2,4,8,16 -sweep-n 50,100,200,400'.
+# BENCH_ARGS='-sweep-workers 1,2,4,8,16 -sweep-n 50,100,200,400 -sweep-qps 10,50,0'.
 BENCH_ARGS ?=
 # BENCH_KEEP=1 leaves the bench cluster running after make bench.
 BENCH_KEEP ?=

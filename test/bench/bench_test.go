@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -195,4 +196,26 @@ func TestRSSNoteGivesTheFloorAndTheColdStart(t *testing.T) {
 		HaveField("Note", And(
 			ContainSubstring("at 0 fleets: 40.0 MiB = 14.0 anonymous + 26.0 file, so 76.8 KiB anonymous a fleet"),
 			ContainSubstring("cold start with 5000 pods (restart): peak 157.0 MiB"))))))
+}
+
+// The QPS sweep gets its curve and its column; "no limit" is said, not 0.
+func TestQPSSweepIsPlottedAndTabled(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	r := &results{}
+	r.Config.N, r.Config.Workers = 100, 4
+	for _, q := range []float64{0, 10, 50} {
+		r.Sweep = append(r.Sweep, sweepPoint{Sweep: "qps", N: 100, Workers: 4, QPS: q, OperatorSeconds: 20 + 100/(q+1), ReferenceSeconds: 15})
+	}
+	g.Expect(plots(r, dir)).To(Succeed())
+	g.Expect(filepath.Join(dir, plotQPS)).To(BeAnExistingFile())
+	g.Expect(filepath.Join(dir, plotWorkers)).NotTo(BeAnExistingFile())
+	table := r.table()
+	g.Expect(table).To(MatchRegexp(`\| 100\s+\| 4\s+\| no limit\s+\| 120\.0`))
+	g.Expect(table).To(MatchRegexp(`\| 100\s+\| 4\s+\| 10\s+\| 29\.1`))
+
+	// A later run without the sweep leaves no stale curve behind.
+	r.Sweep = nil
+	g.Expect(plots(r, dir)).To(Succeed())
+	g.Expect(filepath.Join(dir, plotQPS)).NotTo(BeAnExistingFile())
 }

@@ -19,6 +19,7 @@ const (
 	plotTimeline  = "converge-timeline.png"
 	plotWorkers   = "converge-vs-workers.png"
 	plotN         = "converge-vs-n.png"
+	plotQPS       = "converge-vs-qps.png"
 	plotAdmission = "admission-latency.png"
 )
 
@@ -30,7 +31,7 @@ var (
 // plots draws what the results hold; a plot without data is skipped.
 func plots(r *results, dir string) error {
 	// A plot this run has no data for must not survive from an earlier run.
-	for _, f := range []string{plotTimeline, plotWorkers, plotN, plotAdmission} {
+	for _, f := range []string{plotTimeline, plotWorkers, plotN, plotQPS, plotAdmission} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -38,13 +39,15 @@ func plots(r *results, dir string) error {
 	if err := plotTimelines(r, filepath.Join(dir, plotTimeline)); err != nil {
 		return err
 	}
-	var byWorkers, byN []sweepPoint
+	var byWorkers, byN, byQPS []sweepPoint
 	for _, p := range r.Sweep {
 		switch p.Sweep {
 		case "workers":
 			byWorkers = append(byWorkers, p)
 		case "n":
 			byN = append(byN, p)
+		case "qps":
+			byQPS = append(byQPS, p)
 		}
 	}
 	if len(byWorkers) > 1 {
@@ -58,6 +61,14 @@ func plots(r *results, dir string) error {
 		sort.Slice(byN, func(i, j int) bool { return byN[i].N < byN[j].N })
 		if err := plotSweep(byN, fmt.Sprintf("Converge time vs N (%d workers)", r.Config.Workers), "fleets (N)",
 			func(p sweepPoint) float64 { return float64(p.N) }, filepath.Join(dir, plotN)); err != nil {
+			return err
+		}
+	}
+	if len(byQPS) > 1 {
+		sort.Slice(byQPS, func(i, j int) bool { return byQPS[i].QPS < byQPS[j].QPS })
+		if err := plotSweep(byQPS, fmt.Sprintf("Converge time vs the operator's client QPS limit (N=%d, %d workers)", r.Config.N, r.Config.Workers),
+			"--kube-api-qps (0: no limit; reference: never limited)",
+			func(p sweepPoint) float64 { return p.QPS }, filepath.Join(dir, plotQPS)); err != nil {
 			return err
 		}
 	}

@@ -143,10 +143,12 @@ type restartResult struct {
 }
 
 type sweepPoint struct {
-	// Sweep is "workers" or "n": the curve the point belongs to.
-	Sweep                  string  `json:"sweep"`
-	N                      int     `json:"n"`
-	Workers                int     `json:"workers"`
+	// Sweep is "workers", "n" or "qps": the curve the point belongs to.
+	Sweep   string `json:"sweep"`
+	N       int    `json:"n"`
+	Workers int    `json:"workers"`
+	// QPS is the operator's --kube-api-qps (0: no client-side limit).
+	QPS                    float64 `json:"qps"`
 	OperatorSeconds        float64 `json:"operatorSeconds"`
 	ReferenceSeconds       float64 `json:"referenceSeconds"`
 	OperatorWritesPerFleet float64 `json:"operatorWritesPerFleet"`
@@ -366,10 +368,14 @@ func (r *results) table() string {
 	if len(r.Sweep) > 0 {
 		sb.WriteString("\n")
 		tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-		_, _ = fmt.Fprintln(tw, "| N\t| workers\t| operator s\t| reference s\t| ratio\t| writes/fleet\t| peak RSS MiB\t|")
-		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+		_, _ = fmt.Fprintln(tw, "| N\t| workers\t| client QPS\t| operator s\t| reference s\t| ratio\t| writes/fleet\t| peak RSS MiB\t|")
+		_, _ = fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 		for _, p := range r.Sweep {
-			_, _ = fmt.Fprintf(tw, "| %d\t| %d\t| %.1f\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", p.N, p.Workers, p.OperatorSeconds,
+			qps := "no limit"
+			if p.QPS > 0 {
+				qps = strconv.FormatFloat(p.QPS, 'f', -1, 64)
+			}
+			_, _ = fmt.Fprintf(tw, "| %d\t| %d\t| %s\t| %.1f\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", p.N, p.Workers, qps, p.OperatorSeconds,
 				p.ReferenceSeconds, p.OperatorSeconds/p.ReferenceSeconds, p.OperatorWritesPerFleet, p.OperatorPeakRSSMiB)
 		}
 		_ = tw.Flush()

@@ -29,6 +29,7 @@ type runFlags struct {
 	admissionRates             string
 	admissionDuration          time.Duration
 	sweepWorkers, sweepN       string
+	sweepQPS                   string
 	ci                         bool
 	operatorBin                string
 	operatorMemoryLimit        string
@@ -63,6 +64,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.DurationVar(&f.admissionDuration, "admission-duration", 5*time.Second, "Length of each admission rate step.")
 	fs.StringVar(&f.sweepWorkers, "sweep-workers", "", "Worker counts for the converge-vs-workers curve (at -n), e.g. 1,2,4,8,16.")
 	fs.StringVar(&f.sweepN, "sweep-n", "", "Fleet counts for the converge-vs-N curve (at -workers), e.g. 50,100,200.")
+	fs.StringVar(&f.sweepQPS, "sweep-qps", "", "Client-side limits of the operator (--kube-api-qps) for the converge-vs-QPS curve (at -n and -workers), e.g. 10,25,50,100,0 (0: no limit).")
 	fs.BoolVar(&f.ci, "ci", false, "Check the bench's own correctness (every fleet converges, 0 idle and restart writes, 0 admission errors); report times without judging them.")
 	fs.StringVar(&f.operatorBin, "operator", "", "Operator binary (default BIN-DIR/memcached-operator).")
 	fs.StringVar(&f.operatorMemoryLimit, "operator-memory-limit", "", "Run the operator in a memory cgroup with this limit (e.g. 64Mi), as a container with resources.limits.memory; needs root.")
@@ -290,8 +292,8 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 
 // ensureOperator runs the operator on ns with workers, restarting it if it
 // runs with other settings.
-func (b *bench) ensureOperator(ctx context.Context, ns string, workers int) error {
-	want := fmt.Sprintf("%s/%d", ns, workers)
+func (b *bench) ensureOperator(ctx context.Context, ns string, workers int, extra ...string) error {
+	want := fmt.Sprintf("%s/%d/%s", ns, workers, strings.Join(extra, " "))
 	if b.op.cmd != nil && b.opConfig == want {
 		return nil
 	}
@@ -299,7 +301,7 @@ func (b *bench) ensureOperator(ctx context.Context, ns string, workers int) erro
 		return err
 	}
 	b.opConfig = want
-	return b.op.start(ctx, ns, workers)
+	return b.op.start(ctx, ns, workers, extra...)
 }
 
 // timedPhase runs act (the user's action) at t0, waits until n fleets are
@@ -364,7 +366,7 @@ func percentiles(sorted []time.Duration) (p50, p99 float64) {
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // operatorConverge starts a fresh operator on ns and converges n fleets.
-func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int, main bool) error {
+func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int, main bool, extra ...string) error {
 	if err := b.op.stop(); err != nil {
 		return err
 	}
@@ -372,7 +374,7 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 	if err := createNamespace(ctx, b.admin, ns); err != nil {
 		return err
 	}
-	if err := b.ensureOperator(ctx, ns, workers); err != nil {
+	if err := b.ensureOperator(ctx, ns, workers, extra...); err != nil {
 		return err
 	}
 	w, err := newWatcher(ctx, b.s, ns)
@@ -659,20 +661,25 @@ func (b *bench) restart(ctx context.Context, ns string) error {
 	return nil
 }
 
-// sweeps draw converge time against workers and against N, operator and
-// reference alike, each point on a fresh namespace.
+// sweeps draw converge time against workers, against N and against the
+// operator's client-side QPS limit, operator and reference alike (the
+// reference never limited), each point on a fresh namespace.
 func (b *bench) sweeps(ctx context.Context) error {
-	point := func(sweep string, n, workers int, tag string) error {
+	point := func(sweep string, n, workers int, qps float64, tag string) error {
 		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false)
 		if err != nil {
 			return err
 		}
 		ns := "bench-sweep-op-" + tag
-		if err := b.operatorConverge(ctx, ns, n, workers, false); err != nil {
+		var extra []string
+		if qps > 0 {
+			extra = []string{"--kube-api-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}
+		}
+		if err := b.operatorConverge(ctx, ns, n, workers, false, extra...); err != nil {
 			return err
 		}
 		b.res.Sweep = append(b.res.Sweep, sweepPoint{
-			Sweep: sweep, N: n, Workers: workers, OperatorSeconds: b.sweepOp.Seconds, ReferenceSeconds: ref.Converge.Seconds,
+			Sweep: sweep, N: n, Workers: workers, QPS: qps, OperatorSeconds: b.sweepOp.Seconds, ReferenceSeconds: ref.Converge.Seconds,
 			OperatorWritesPerFleet: b.sweepOp.WritesPerFleet, OperatorPeakRSSMiB: b.sweepOp.PeakRSSMiB,
 		})
 		if err := b.op.stop(); err != nil {
@@ -685,7 +692,7 @@ func (b *bench) sweeps(ctx context.Context) error {
 		return err
 	}
 	for _, w := range ws {
-		if err := point("workers", b.f.n, w, fmt.Sprintf("w%d", w)); err != nil {
+		if err := point("workers", b.f.n, w, 0, fmt.Sprintf("w%d", w)); err != nil {
 			return err
 		}
 	}
@@ -694,7 +701,19 @@ func (b *bench) sweeps(ctx context.Context) error {
 		return err
 	}
 	for _, n := range ns {
-		if err := point("n", n, b.f.workers, fmt.Sprintf("n%d", n)); err != nil {
+		if err := point("n", n, b.f.workers, 0, fmt.Sprintf("n%d", n)); err != nil {
+			return err
+		}
+	}
+	qs, err := intList(b.f.sweepQPS)
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q < 0 {
+			return fmt.Errorf("-sweep-qps: %d is not a limit (0: none)", q)
+		}
+		if err := point("qps", b.f.n, b.f.workers, float64(q), fmt.Sprintf("q%d", q)); err != nil {
 			return err
 		}
 	}
