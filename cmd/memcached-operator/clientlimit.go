@@ -5,12 +5,18 @@ import (
 	"math"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // clientRateLimit sets the client-side limit of requests to the API server.
 // Without one (qps 0) the operator keeps controller-runtime's choice: no
 // client-side limit, the API server's priority and fairness deciding. The
-// bench measured what a limit costs (-sweep-qps) before anyone sets one.
+// bench's -sweep-qps measures what a limit costs.
+//
+// The limiter is set on the config, not only QPS and Burst: every REST client
+// made from a copy of the config then shares it, so the limit is the
+// process's. With QPS alone controller-runtime's client, which makes a REST
+// client for each kind, would allow that many requests a second per kind.
 func clientRateLimit(cfg *rest.Config, qps float64, burst int) error {
 	switch {
 	case qps < 0 || math.IsNaN(qps) || math.IsInf(qps, 0):
@@ -29,5 +35,6 @@ func clientRateLimit(cfg *rest.Config, qps float64, burst int) error {
 		burst = max(10, int(math.Ceil(qps)))
 	}
 	cfg.Burst = burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, burst)
 	return nil
 }

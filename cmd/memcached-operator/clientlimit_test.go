@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -40,6 +42,37 @@ func TestClientRateLimit(t *testing.T) {
 			}
 			g.Expect(cfg.QPS).To(Equal(tc.wantQPS))
 			g.Expect(cfg.Burst).To(Equal(tc.wantBurst))
+			if tc.wantQPS <= 0 {
+				g.Expect(cfg.RateLimiter).To(BeNil(), "no limiter: controller-runtime's no limit")
+				return
+			}
+			g.Expect(cfg.RateLimiter).NotTo(BeNil())
+			g.Expect(cfg.RateLimiter.QPS()).To(Equal(tc.wantQPS))
 		})
 	}
+}
+
+// One limiter for the process: the REST clients controller-runtime makes for
+// each kind, from copies of the config, all take their tokens from it.
+func TestClientRateLimitIsSharedByEveryClient(t *testing.T) {
+	g := NewWithT(t)
+	cfg := &rest.Config{QPS: -1, Host: "https://127.0.0.1:6443"}
+	g.Expect(clientRateLimit(cfg, 5, 2)).To(Succeed())
+	var clients []*rest.RESTClient
+	for _, gv := range []schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}} {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &gv
+		c.APIPath = "/apis"
+		c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+		rc, err := rest.RESTClientFor(c)
+		g.Expect(err).NotTo(HaveOccurred())
+		clients = append(clients, rc)
+	}
+	for _, rc := range clients {
+		g.Expect(rc.GetRateLimiter()).To(BeIdenticalTo(cfg.RateLimiter))
+	}
+	// The burst of 2 spent by two clients leaves none for either.
+	g.Expect(clients[0].GetRateLimiter().TryAccept()).To(BeTrue())
+	g.Expect(clients[1].GetRateLimiter().TryAccept()).To(BeTrue())
+	g.Expect(clients[0].GetRateLimiter().TryAccept()).To(BeFalse())
 }
