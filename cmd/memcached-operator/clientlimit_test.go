@@ -10,15 +10,18 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// rateLimitCase is a pair of flags and the config they give.
+type rateLimitCase struct {
+	name         string
+	qps          float64
+	burst        int
+	wantQPS      float32
+	wantBurst    int
+	wantErrorHas string
+}
+
 func TestClientRateLimit(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		qps          float64
-		burst        int
-		wantQPS      float32
-		wantBurst    int
-		wantErrorHas string
-	}{
+	for _, tc := range []rateLimitCase{
 		{name: "default keeps controller-runtime's no limit", wantQPS: -1},
 		{name: "qps with burst", qps: 50, burst: 80, wantQPS: 50, wantBurst: 80},
 		{name: "qps alone bursts a second's worth", qps: 50, wantQPS: 50, wantBurst: 50},
