@@ -240,9 +240,12 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: sa}, role)).To(Succeed())
 		role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "memcacheds/finalizers") })
 		Expect(k8sClient.Update(ctx, role)).To(Succeed())
+		// The API server's authorizer learns of the role's change from its
+		// informer: under `make test` on two cores that took longer than
+		// Eventually's default second (a CI run failed on it).
 		Eventually(func() error {
 			return c.Apply(ctx, owned("without-grant"), client.FieldOwner("memcached-operator"))
-		}).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
+		}).WithTimeout(verbWait).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
 	})
 })
 
