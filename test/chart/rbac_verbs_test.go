@@ -241,10 +241,15 @@ var _ = Describe("The operator's RBAC rules", func() {
 		role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "memcacheds/finalizers") })
 		Expect(k8sClient.Update(ctx, role)).To(Succeed())
 		// The API server's authorizer learns of the role's change from its
-		// informer: under `make test` on two cores that took longer than
-		// Eventually's default second (a CI run failed on it).
+		// informer, which under `make test` on two cores took longer than
+		// Eventually's default second (a CI run failed on it). Each attempt
+		// creates a Service of its own: an apply that got through before the
+		// change left an object whose owner reference, unchanged, is not
+		// checked again.
+		attempt := 0
 		Eventually(func() error {
-			return c.Apply(ctx, owned("without-grant"), client.FieldOwner("memcached-operator"))
+			attempt++
+			return c.Apply(ctx, owned(fmt.Sprintf("without-grant-%d", attempt)), client.FieldOwner("memcached-operator"))
 		}).WithTimeout(verbWait).Should(MatchError(ContainSubstring("cannot set blockOwnerDeletion")))
 	})
 })
