@@ -5,8 +5,10 @@
 // namespace and both containers run as the same user, which is all
 // signalling needs. With a certificate it watches the certificate and key
 // and sends refresh_certs over memcached's loopback listener without TLS
-// when cert-manager renews them. Wiring only: the work is in
-// internal/authreload.
+// when cert-manager renews them. With --check it only checks the auth file
+// and exits: the pod's auth-check init container, which holds memcached
+// back with a message until the file is one memcached accepts. Wiring only:
+// the work is in internal/authreload.
 package main
 
 import (
@@ -29,8 +31,19 @@ func main() {
 	keyFile := flag.String("tls-key-file", "", "The certificate's key (-o ssl_key).")
 	address := flag.String("memcached.address", "127.0.0.1:11299", "memcached's listener without TLS on the pod's loopback, for refresh_certs.")
 	interval := flag.Duration("interval", authreload.DefaultInterval, "How often the files are read.")
+	check := flag.Bool("check", false, "Check --auth-file as memcached would read it, and exit: 0 when memcached accepts it.")
 	flag.Parse()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if *check {
+		if err := authreload.CheckAuthFile(*file); err != nil {
+			// The termination message is what kubectl describe shows.
+			_ = os.WriteFile("/dev/termination-log", []byte(err.Error()), 0o644)
+			logger.Error("The auth file is not one memcached accepts", "error", err.Error())
+			os.Exit(1)
+		}
+		logger.Info("The auth file is one memcached accepts", "file", *file)
+		return
+	}
 	if *file == "" && *certFile == "" {
 		logger.Error("Nothing to watch: set --auth-file, --tls-cert-file, or both")
 		os.Exit(2)

@@ -209,8 +209,9 @@ func reconciledBy(ctx context.Context, ns, name string) {
 	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
-// authReconciledBy waits for the operator to see, from Secrets' metadata
-// alone, that a fleet's auth Secret is missing, then that it was created.
+// authReconciledBy waits for the operator to build an auth fleet's
+// Deployment, whose pods' auth check waits for the Secret, and to report
+// from the fleet's pods that none started yet: it reads no Secret.
 func authReconciledBy(ctx context.Context, ns, name string) {
 	GinkgoHelper()
 	mc := &cachev1alpha1.Memcached{
@@ -223,14 +224,11 @@ func authReconciledBy(ctx context.Context, ns, name string) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), mc)).To(Succeed())
 		c := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionAuthReady)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonAuthSecretMissing))
-	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
-	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-auth"},
-		StringData: map[string]string{"auth": "app:pw\n"}})).To(Succeed())
-	Eventually(func(g Gomega) {
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonAuthSecretPending))
 		d := &appsv1.Deployment{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc), d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", name+"-auth")))
+		g.Expect(d.Spec.Template.Spec.InitContainers).To(ContainElement(HaveField("Name", "auth-check")))
 	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
@@ -319,9 +317,11 @@ var _ = Describe("The chart's RBAC", func() {
 
 		By("keeping what the operator never does forbidden")
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: "other", Name: "cluster-auth-auth"}, &corev1.Secret{})).To(Satisfy(forbidden),
-			"a Secret's data: the operator lists and watches metadata only")
-		for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
-			Expect(allowed(ctx, c, attrs(verb, "", "secrets", "other"))).To(BeFalse(), "secrets "+verb)
+			"the operator reads no Secret: the pods say whether the auth Secret exists")
+		for _, ns := range []string{"other", "kube-system", ""} {
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+				Expect(allowed(ctx, c, attrs(verb, "", "secrets", ns))).To(BeFalse(), "secrets "+verb+" in "+ns)
+			}
 		}
 		Expect(allowed(ctx, c, attrs("update", "cert-manager.io", "certificates", "other"))).To(BeFalse(), "Certificates are applied, never updated")
 		Expect(allowed(ctx, c, attrs("create", "cert-manager.io", "certificaterequests", "other"))).To(BeFalse(), "issuing is cert-manager's")

@@ -300,6 +300,32 @@ func TestLintStrict(t *testing.T) {
 	}
 }
 
+// TestNoRoleGrantsSecrets: in every values set the chart ships, no role
+// grants anything on Secrets but the operator's own webhook certificate's,
+// by name, in its namespace. The auth Secret's existence is learnt from the
+// fleet's pods.
+func TestNoRoleGrantsSecrets(t *testing.T) {
+	for _, set := range allSets {
+		t.Run(set, func(t *testing.T) {
+			for _, o := range render(t, valuesSet(t, set)) {
+				if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+					continue
+				}
+				role := get[rbacv1.Role](t, rendered{o}, o.GetKind(), o.GetNamespace(), o.GetName())
+				for _, rule := range role.Rules {
+					if !slices.Contains(rule.Resources, "secrets") && !slices.Contains(rule.Resources, "*") {
+						continue
+					}
+					own := o.GetKind() == "Role" && o.GetNamespace() == namespace && slices.Equal(rule.ResourceNames, []string{fullname + "-webhook-certs"})
+					if !own || o.GetName() == fullname+"-test" {
+						t.Errorf("%s %s/%s grants %v on secrets %v", o.GetKind(), o.GetNamespace(), o.GetName(), rule.Verbs, rule.ResourceNames)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestDefaultValues(t *testing.T) {
 	g := NewWithT(t)
 	r := render(t, valuesSet(t, "default"))

@@ -152,7 +152,7 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 		}
 	})
 
-	It("waits for a missing Secret with AuthReady False and no Deployment, then recovers when it is created", func() {
+	It("reports a missing Secret from the pod the kubelet holds back, with AuthReady False, then recovers when it is created", func() {
 		const late = "late"
 		mustRun(kubectlApply(authFleetManifest(ns, late, late+"-users", 1)))
 		Eventually(func(g Gomega) {
@@ -164,10 +164,11 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 			}
 			g.Expect(reasons).To(ContainElements("AuthReady=False/AuthSecretMissing", "Ready=False/AuthSecretMissing"))
 		}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
-		Expect(mustRun(kubectl("get", "memcached", late, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="AuthReady")].message}`))).To(ContainSubstring(late + "-users"))
-		out, err := kubectl("get", "deployment", late, "-n", ns)
-		Expect(err).To(HaveOccurred(), "no Deployment while the Secret is missing: %s", out)
-		Expect(out).To(ContainSubstring("NotFound"))
+		Expect(mustRun(kubectl("get", "memcached", late, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="AuthReady")].message}`))).To(
+			ContainSubstring(`secret "` + late + `-users" not found`))
+		Expect(mustRun(kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance="+late, "-o",
+			`jsonpath={.items[*].status.initContainerStatuses[?(@.name=="auth-check")].state.waiting.reason}`))).To(ContainSubstring("CreateContainerConfigError"),
+			"the kubelet holds the pod back at its auth check, which the operator reads")
 
 		created := time.Now()
 		mustRun(kubectlApply(authSecretManifest(ns, late+"-users", "late", "pass")))

@@ -552,12 +552,18 @@ const (
 	// ReasonServiceMonitorAPIMissing: the cluster does not serve
 	// monitoring.coreos.com/v1; the operator looks again every minute.
 	ReasonServiceMonitorAPIMissing = "ServiceMonitorAPIMissing"
-	// ReasonAuthSecretFound: the Secret spec.auth names exists.
+	// ReasonAuthSecretFound: the fleet's pods started with the auth file
+	// of the Secret spec.auth names.
 	ReasonAuthSecretFound = "AuthSecretFound"
-	// ReasonAuthSecretMissing: the Secret spec.auth names does not exist;
-	// the Deployment is left as it is (a pod would wait for the mount
-	// forever) until it is created.
+	// ReasonAuthSecretMissing: the kubelet cannot start memcached in a pod
+	// of the fleet because the Secret spec.auth names, or its key, does not
+	// exist. The operator reads no Secret: this is what the pods report.
+	// Pods already serving keep serving (a rollout replaces none of them
+	// before a new pod is ready).
 	ReasonAuthSecretMissing = "AuthSecretMissing"
+	// ReasonAuthSecretPending: no pod of the fleet has started yet, so
+	// whether the Secret exists is not known.
+	ReasonAuthSecretPending = "AuthSecretPending"
 	// ReasonCertificateIssued: the fleet's Certificate is Ready, its Secret
 	// holds a valid certificate.
 	ReasonCertificateIssued = "CertificateIssued"

@@ -452,7 +452,7 @@ func TestAuth(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	g.Expect(*pod.ShareProcessNamespace).To(BeTrue(), "the reloader must see memcached to signal it")
 	g.Expect(pod.Volumes).To(ConsistOf(corev1.Volume{Name: "auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: "cache-users", Items: []corev1.KeyToPath{{Key: "auth", Path: "auth-file"}}, DefaultMode: ptr.To[int32](0o444)}}}))
+		SecretName: "cache-users", Items: []corev1.KeyToPath{{Key: "auth", Path: "auth-file"}}, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}}}))
 	mount := corev1.VolumeMount{Name: "auth", MountPath: "/etc/memcached/auth", ReadOnly: true}
 
 	g.Expect(pod.Containers).To(HaveLen(3))
@@ -483,7 +483,14 @@ func TestAuth(t *testing.T) {
 	raw, err := json.Marshal(d)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(raw)).NotTo(ContainSubstring("password"))
-	g.Expect(pod.Containers).To(HaveEach(HaveField("Env", BeEmpty())), "no credential travels by environment")
+	g.Expect(pod.Containers).To(HaveEach(HaveField("Env", BeEmpty())), "no credential travels by environment to a process that stays")
+	// The auth check holds a pod back, with the kubelet's word, while the
+	// Secret or its key is missing; the volume does not wait silently.
+	g.Expect(pod.InitContainers).To(ConsistOf(And(HaveField("Name", "auth-check"), HaveField("Args", ConsistOf("--check", "--auth-file=/etc/memcached/auth/auth-file")),
+		HaveField("Env", ConsistOf(corev1.EnvVar{Name: "AUTH_SECRET_REQUIRED", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cache-users"}, Key: "auth"}}})),
+		HaveField("Image", "operator:test"), HaveField("VolumeMounts", ConsistOf(mount)),
+		HaveField("SecurityContext.Capabilities.Drop", ConsistOf(corev1.Capability("ALL"))))))
 
 	withKey := func(key string) *cachev1alpha1.MemcachedSpec {
 		_, spec := newMemcached(func(s *cachev1alpha1.MemcachedSpec) {
@@ -506,25 +513,63 @@ func TestAuth(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
 }
 
+// authPod is a pod of the fleet as the kubelet reports it: ready, or held
+// back with a configuration error (message).
+func authPod(name, message string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	if message == "" {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "auth-check", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: message}}}}
+	return p
+}
+
+// badFilePod is a pod whose auth check refused the file and waits to run again.
+func badFilePod(name, message string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "auth-check",
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: message}}}}
+	return p
+}
+
+// checkedPod is a pod whose auth check passed, after failing once.
+func checkedPod(name string) corev1.Pod {
+	p := badFilePod(name, "line 2 is empty")
+	p.Status.InitContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	return p
+}
+
 func TestComputeStatusAuth(t *testing.T) {
 	rolledOut := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}}
-	missing := memcached.AuthMissingError("ns", "cache", "users")
+	// The kubelet's words for a missing Secret and a missing key.
+	const notFound, noKey = `secret "users" not found`, `couldn't find key auth in Secret ns/users`
 	type conds map[string]string
 	tests := []struct {
 		name string
 		dep  *appsv1.Deployment
-		auth *memcached.AuthObservation
-		err  error
+		pods []corev1.Pod
 		want conds
 	}{
-		{name: "the Secret exists", dep: rolledOut, auth: &memcached.AuthObservation{Secret: "users", Found: true},
+		{name: "a pod started with the Secret", dep: rolledOut, pods: []corev1.Pod{authPod("a", "")},
 			want: conds{"AuthReady": "True/AuthSecretFound", "Ready": "True/AllReplicasReady"}},
-		{name: "a new fleet whose Secret is missing: nothing built, stalled until it is created", auth: &memcached.AuthObservation{Secret: "users"}, err: missing,
-			want: conds{"AuthReady": "False/AuthSecretMissing", "Ready": "False/AuthSecretMissing", "Available": "False/AuthSecretMissing",
+		{name: "no pod started yet: not known", pods: nil,
+			want: conds{"AuthReady": "Unknown/AuthSecretPending"}},
+		{name: "a new fleet whose Secret is missing: stalled until it is created", pods: []corev1.Pod{authPod("b", notFound), authPod("a", notFound)},
+			want: conds{"AuthReady": "False/AuthSecretMissing", "Ready": "False/AuthSecretMissing",
 				"Degraded": "True/AuthSecretMissing", "Stalled": "True/AuthSecretMissing", "Reconciling": "False/AuthSecretMissing"}},
-		{name: "a running fleet whose Secret went: it keeps serving, and says why it is not Ready", dep: rolledOut, auth: &memcached.AuthObservation{Secret: "users"}, err: missing,
+		{name: "the Secret lacks the key", pods: []corev1.Pod{authPod("a", noKey)},
+			want: conds{"AuthReady": "False/AuthSecretMissing", "Ready": "False/AuthSecretMissing"}},
+		{name: "a running fleet whose Secret went, resized: it keeps serving, and says why it is not Ready", dep: rolledOut,
+			pods: []corev1.Pod{authPod("a", ""), authPod("b", ""), authPod("c", ""), authPod("d", notFound)},
 			want: conds{"AuthReady": "False/AuthSecretMissing", "Available": "True/AllReplicasReady", "Ready": "False/AuthSecretMissing", "Degraded": "True/AuthSecretMissing"}},
+		{name: "the auth file is one memcached refuses", pods: []corev1.Pod{badFilePod("a", "line 2 is empty")},
+			want: conds{"AuthReady": "False/AuthSecretMissing", "Ready": "False/AuthSecretMissing"}},
+		{name: "the check passed: the pod waits for nothing of the Secret", pods: []corev1.Pod{checkedPod("a")},
+			want: conds{"AuthReady": "Unknown/AuthSecretPending"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -533,10 +578,7 @@ func TestComputeStatusAuth(t *testing.T) {
 				s.Size = ptr.To[int32](3)
 				s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
 			})
-			obs := memcached.Observation{Spec: spec, Deployment: tt.dep, Auth: tt.auth}
-			if tt.err != nil {
-				obs.Errors = []error{tt.err}
-			}
+			obs := memcached.Observation{Spec: spec, Deployment: tt.dep, Auth: memcached.ObserveAuth(tt.pods)}
 			memcached.ComputeStatus(mc, obs)
 			got := conds{}
 			for _, c := range mc.Status.Conditions {
@@ -545,8 +587,10 @@ func TestComputeStatusAuth(t *testing.T) {
 			for typ, want := range tt.want {
 				g.Expect(got).To(HaveKeyWithValue(typ, want), typ)
 			}
-			if c := meta.FindStatusCondition(mc.Status.Conditions, "AuthReady"); c != nil {
-				g.Expect(c.Message).To(ContainSubstring("users"), "the message names the Secret")
+			c := meta.FindStatusCondition(mc.Status.Conditions, "AuthReady")
+			g.Expect(c.Message).To(ContainSubstring("users"), "the message names the Secret")
+			if c.Reason == "AuthSecretMissing" {
+				g.Expect(c.Message).To(MatchRegexp(`in [a-d]: (secret|couldn.t|the auth file: line)`), "and the first pod held back, by name, with the kubelet's or the check's word")
 			}
 			before := mc.Status.DeepCopy()
 			memcached.ComputeStatus(mc, obs)
@@ -560,15 +604,3 @@ func TestComputeStatusAuth(t *testing.T) {
 	}
 }
 
-// TestSecretCacheKeepsNoData: what the operator caches of a Secret is its
-// identity; kubectl apply's annotation, which copies the data, is dropped.
-func TestSecretCacheKeepsNoData(t *testing.T) {
-	g := NewWithT(t)
-	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u",
-		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: `{"stringData":{"auth":"app:secret"}}`},
-		Labels:        map[string]string{"team": "a"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := memcached.SecretMetadataOnly(in)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(Equal(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users", ResourceVersion: "7", UID: "u"}}))
-}

@@ -138,8 +138,8 @@ type scope struct {
 	// message for one of them.
 	unschedulable    int
 	unschedulableMsg string
-	// auth is what the auth phase found; nil when the fleet has no
-	// spec.auth or the phase did not run.
+	// auth is what the fleet's pods say of its auth Secret; nil when the
+	// fleet has no spec.auth or its pods were not observed.
 	auth *authState
 	// tls is what the Certificate phase found; nil when the fleet neither
 	// enables TLS nor had a Certificate.
@@ -215,7 +215,6 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 
@@ -255,12 +254,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case len(s.invalid) > 0:
 		reconcileErrors.WithLabelValues("validate", cachev1alpha1.ReasonInvalidSpec).Inc()
 	default:
-		// The Deployment phase needs to know whether the auth Secret exists.
-		if err := run("auth", r.observeAuthSecret); err != nil {
-			errs = append(errs, err)
-			break
-		}
-		// And whether the Certificate is Ready.
+		// The Deployment phase needs to know whether the Certificate is Ready.
 		if err := run("certificate", r.reconcileCertificate); err != nil {
 			errs = append(errs, err)
 			break
@@ -273,7 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		wg.Wait()
 		errs = append(errs, owned...)
 	}
-	errs = append(errs, run("endpoints", r.observeEndpoints), run("pods", r.observeUnschedulable))
+	errs = append(errs, run("endpoints", r.observeEndpoints), run("pods", r.observePods))
 
 	var reported []error
 	terminating := false
@@ -455,9 +449,6 @@ func (r *Reconciler) backlogged() bool {
 // Deployment and the slices are gathered for statusSettle, so a rollout's
 // bursts of updates cost one pass rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cachev1alpha1.Memcached{}, authSecretIndex, indexAuthSecret); err != nil {
-		return fmt.Errorf("indexing fleets by their auth Secret: %w", err)
-	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podFleetIndex, indexPodFleet); err != nil {
 		return fmt.Errorf("indexing pods by fleet: %w", err)
 	}
@@ -482,9 +473,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		b = b.Watches(w.object, w.handler, builder.WithPredicates(w.predicates...))
 	}
 	return b.
-		// Metadata only, so the operator holds no Secret's data and needs
-		// no get on Secrets: it only asks whether the auth Secret exists.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToMemcached), builder.WithPredicates(secretAppearedOrWent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, NewQueue: r.newQueue(mgr.GetLogger())}).
 		Named("memcached").
 		Complete(r)

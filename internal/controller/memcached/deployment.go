@@ -40,6 +40,8 @@ const (
 	authMountPath         = "/etc/memcached/auth"
 	authFileName          = "auth-file"
 	reloaderContainerName = "auth-reloader"
+	// authCheckContainerName is the init container of buildAuthCheck.
+	authCheckContainerName = "auth-check"
 	// authFileMode lets memcached and the sidecars, one user of the pod's
 	// own, read the file; it is visible inside the pod only.
 	authFileMode int32 = 0o444
@@ -70,12 +72,6 @@ var reloaderResources = corev1.ResourceRequirements{
 }
 
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
-	if s.auth != nil && !s.auth.found {
-		// A pod of a Deployment that mounts a missing Secret never starts:
-		// a running fleet keeps its pods, and status reports them.
-		s.deployment = s.current
-		return authMissing(s)
-	}
 	if t := s.tls; t != nil && t.wanted && (t.apiMissing || !t.ready) {
 		// Pods would wait for a Secret that does not exist yet, or start
 		// with a certificate that is not valid: the fleet keeps the pods it
@@ -152,10 +148,14 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 		// The reloader signals memcached, which it can only see in a
 		// shared process namespace.
 		podSpec.WithShareProcessNamespace(true).
+			WithInitContainers(buildAuthCheck(spec)).
 			WithVolumes(corev1ac.Volume().WithName(authVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 				WithSecretName(spec.Auth.SecretRef.Name).
 				WithItems(corev1ac.KeyToPath().WithKey(ptr.Deref(spec.Auth.SecretRef.Key, policy.DefaultAuthSecretKey)).WithPath(authFileName)).
-				WithDefaultMode(authFileMode)))
+				WithDefaultMode(authFileMode).
+				// The auth check, not the mount, holds a pod back while
+				// the Secret is missing: the kubelet reports that one.
+				WithOptional(true)))
 	}
 	for _, s := range spec.ImagePullSecrets {
 		podSpec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
@@ -266,6 +266,27 @@ func buildReloader(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyCo
 			WithVolumeMounts(tlsMount())
 	}
 	return c
+}
+
+// buildAuthCheck is the init container that holds a pod back, with a
+// status that says why, until the auth Secret and its key exist and hold a
+// file memcached accepts. The kubelet refuses to create it while its
+// environment names a missing Secret or key (CreateContainerConfigError,
+// which the pods' cache keeps); the check itself reads the mounted file.
+// The variable lives only in this short-lived process, never in memcached's.
+func buildAuthCheck(spec *cachev1alpha1.MemcachedSpec) *corev1ac.ContainerApplyConfiguration {
+	a := spec.Auth
+	return corev1ac.Container().
+		WithName(authCheckContainerName).
+		WithImage(policy.ReloaderImage(spec)).
+		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithCommand("/memcached-auth-reloader").
+		WithArgs("--check", "--auth-file="+authFile).
+		WithEnv(corev1ac.EnvVar().WithName(authPresentEnv).WithValueFrom(corev1ac.EnvVarSource().
+			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(a.SecretRef.Name).WithKey(ptr.Deref(a.SecretRef.Key, policy.DefaultAuthSecretKey))))).
+		WithVolumeMounts(authMount()).
+		WithResources(resources(&reloaderResources)).
+		WithSecurityContext(restrictedContainer())
 }
 
 // restrictedContainer passes the restricted Pod Security Standard with a

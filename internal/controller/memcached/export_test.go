@@ -1,20 +1,16 @@
 package memcached
 
-import cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+import corev1 "k8s.io/api/core/v1"
 
 // NameConflictError exposes the conflict error to the package's tests.
 var NameConflictError = nameConflict
 
-// AuthMissingError is the Deployment phase's error while the auth Secret of
-// the fleet ns/name does not exist.
-func AuthMissingError(ns, name, secret string) error {
-	s := &scope{memcached: &cachev1alpha1.Memcached{}, auth: &authState{secret: secret}}
-	s.memcached.Namespace, s.memcached.Name = ns, name
-	return authMissing(s)
+// ObserveAuth is what the pass observes of the auth Secret from the pods,
+// as ComputeStatus receives it.
+func ObserveAuth(pods []corev1.Pod) *AuthObservation {
+	a := observeAuth(pods)
+	return &AuthObservation{Blocked: a.blocked, Message: a.message, Mounted: a.mounted}
 }
-
-// SecretMetadataOnly is the transform of the Secret metadata cache.
-var SecretMetadataOnly = secretMetadataOnly
 
 // CountsBacklog reports whether the started controller gave r its queue to
 // count the fleets waiting for a worker.

@@ -93,9 +93,6 @@ func CacheOptions(namespaces []string) cache.Options {
 		&networkingv1.NetworkPolicy{}:   own,
 		&discoveryv1.EndpointSlice{}:    {Label: selector, Transform: readinessOnly},
 		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
-		// Secrets are the users', so no label selects them; only their
-		// metadata is watched (the auth Secret's existence), and trimmed.
-		&corev1.Secret{}: {Transform: secretMetadataOnly},
 		// Status is patched as a merge patch computed from the object read,
 		// which needs no managed fields.
 		&cachev1alpha1.Memcached{}: {Transform: cache.TransformStripManagedFields()},

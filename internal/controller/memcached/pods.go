@@ -13,16 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// observeUnschedulable finds the fleet's pods that no node fits, so that a
-// rollout waiting on them says why instead of only counting pods. The
-// Deployment and its ReplicaSet do not report it; the pods' PodScheduled
-// condition does.
-func (r *Reconciler) observeUnschedulable(ctx context.Context, s *scope) error {
+// observePods finds the fleet's pods that no node fits, so that a rollout
+// waiting on them says why instead of only counting pods, and what the pods
+// say of the auth Secret. The Deployment and its ReplicaSet report neither;
+// the pods' PodScheduled condition and container states do.
+func (r *Reconciler) observePods(ctx context.Context, s *scope) error {
 	list := &corev1.PodList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingFields{podFleetIndex: s.memcached.Name}); err != nil {
 		return fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
 	s.unschedulable, s.unschedulableMsg = Unschedulable(list.Items)
+	if s.spec.Auth != nil {
+		s.auth = observeAuth(list.Items)
+	}
 	return nil
 }
 
@@ -53,9 +56,9 @@ func unschedulableCondition(p *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// placementOnly keeps of a cached pod only what observeUnschedulable,
-// markScaleDown and the event handler read: a fleet of a thousand pods then
-// costs little memory.
+// placementOnly keeps of a cached pod only what observePods, markScaleDown
+// and the event handler read: a fleet of a thousand pods then costs little
+// memory.
 func placementOnly(in any) (any, error) {
 	p, ok := in.(*corev1.Pod)
 	if !ok {
@@ -71,6 +74,13 @@ func placementOnly(in any) (any, error) {
 	if podReady(p) {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	}
+	if c := authCheckStatus(p); c != nil && authBlocked(p) != "" {
+		kept := corev1.ContainerStatus{Name: c.Name, State: c.State}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			kept.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: t.Message}
+		}
+		out.Status.InitContainerStatuses = []corev1.ContainerStatus{kept}
+	}
 	return out, nil
 }
 
@@ -84,30 +94,39 @@ func cachedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 }
 
 // podChanged passes the pod events that can change what a pass does with
-// pods: a pod becoming or ceasing to be unschedulable (or its reason
-// changing), an unschedulable pod going away, and a scale-down mark
-// reaching the cache. Every other pod event (IPs, container states,
-// readiness) is the EndpointSlices' and the Deployment's business.
+// pods: a pod becoming or ceasing to be unschedulable or held back by a
+// configuration error (or its message changing), such a pod going away,
+// and a scale-down mark reaching the cache. Every other pod event (IPs,
+// other container states, readiness) is the EndpointSlices' and the
+// Deployment's business.
 var podChanged = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return isUnschedulable(e.Object) },
+	CreateFunc: func(e event.CreateEvent) bool { return isWaiting(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return unschedulableMessage(e.ObjectOld) != unschedulableMessage(e.ObjectNew) ||
+		return waitingMessage(e.ObjectOld) != waitingMessage(e.ObjectNew) ||
 			e.ObjectOld.GetAnnotations()[PodDeletionCost] != e.ObjectNew.GetAnnotations()[PodDeletionCost]
 	},
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isUnschedulable(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isWaiting(e.Object) },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-func unschedulableMessage(o client.Object) string {
-	if p, ok := o.(*corev1.Pod); ok {
-		if c := unschedulableCondition(p); c != nil {
-			return "unschedulable: " + c.Message
-		}
+// waitingMessage says why a pod waits where status reports it: no node
+// fits it, or the kubelet cannot create its memcached container.
+func waitingMessage(o client.Object) string {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return ""
 	}
-	return ""
+	msg := ""
+	if c := unschedulableCondition(p); c != nil {
+		msg = "unschedulable: " + c.Message
+	}
+	if m := authBlocked(p); m != "" {
+		msg += "; config: " + m
+	}
+	return msg
 }
 
-func isUnschedulable(o client.Object) bool { return unschedulableMessage(o) != "" }
+func isWaiting(o client.Object) bool { return waitingMessage(o) != "" }
 
 // podToMemcached maps a pod to its fleet by the instance label.
 func podToMemcached(_ context.Context, o client.Object) []reconcile.Request {

@@ -75,3 +75,44 @@ func TestPlacementOnly(t *testing.T) {
 	g.Expect(podToMemcached(t.Context(), waiting)).To(HaveLen(1))
 	g.Expect(podToMemcached(t.Context(), &corev1.Pod{})).To(BeEmpty())
 }
+
+// TestPlacementOnlyKeepsTheAuthCheck: a pod the auth check holds back keeps
+// the check's state in the cache, with nothing else of its containers, and
+// its coming and going are events.
+func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
+	g := NewWithT(t)
+	strip := func(p *corev1.Pod) *corev1.Pod {
+		out, err := placementOnly(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		return out.(*corev1.Pod)
+	}
+	check := func(state corev1.ContainerState) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = nil
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6"}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "auth-check", Image: "op:1", State: state}}
+		}
+	}
+	missing := strip(pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "users" not found`}})))
+	g.Expect(missing.Status.InitContainerStatuses).To(HaveLen(1))
+	g.Expect(missing.Status.InitContainerStatuses[0].Image).To(BeEmpty())
+	g.Expect(missing.Status.ContainerStatuses).To(BeEmpty())
+	g.Expect(observeAuth([]corev1.Pod{*missing})).To(Equal(&authState{blocked: 1, message: `a: secret "users" not found`}))
+
+	badFile := strip(pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}), func(p *corev1.Pod) {
+		p.Status.InitContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Message: "line 1 has no ':'", Reason: "Error"}
+	}))
+	g.Expect(observeAuth([]corev1.Pod{*badFile})).To(Equal(&authState{blocked: 1, message: "a: the auth file: line 1 has no ':'"}))
+
+	passed := strip(pod("a", "", check(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})))
+	g.Expect(passed.Status.InitContainerStatuses).To(BeEmpty(), "a check that passed is of no more use")
+	g.Expect(observeAuth([]corev1.Pod{*passed, *strip(pod("b", ""))})).To(Equal(&authState{mounted: true}))
+
+	g.Expect(podChanged.Create(event.CreateEvent{Object: missing})).To(BeTrue())
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: missing, ObjectNew: passed})).To(BeTrue(), "the Secret came")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: missing, ObjectNew: badFile})).To(BeTrue(), "the Secret came with a bad file")
+	g.Expect(podChanged.Delete(event.DeleteEvent{Object: badFile})).To(BeTrue())
+	deleting := *missing
+	deleting.DeletionTimestamp = &metav1.Time{}
+	g.Expect(observeAuth([]corev1.Pod{deleting})).To(Equal(&authState{}), "a pod going away is not waited for")
+}

@@ -32,8 +32,8 @@ type Observation struct {
 	Invalid field.ErrorList
 	// Errors are the phases' errors.
 	Errors []error
-	// Auth is what the auth phase found; nil when the fleet has no
-	// spec.auth or the phase did not run.
+	// Auth is what the fleet's pods say of its auth Secret; nil when the
+	// fleet has no spec.auth or its pods were not observed.
 	Auth *AuthObservation
 	// Certificate is what the Certificate phase found; nil when the fleet
 	// has no TLS and had none, or the phase did not run.
@@ -47,10 +47,13 @@ type Observation struct {
 	UnschedulableMessage string
 }
 
-// AuthObservation is whether the Secret spec.auth names exists.
+// AuthObservation is what the fleet's pods say of the Secret spec.auth
+// names: Blocked pods the kubelet cannot start for want of it (Message is
+// its word on one of them), and whether a pod started with it (Mounted).
 type AuthObservation struct {
-	Secret string
-	Found  bool
+	Blocked int
+	Message string
+	Mounted bool
 }
 
 // CertificateObservation is what the Certificate phase found: whether
@@ -72,18 +75,18 @@ func (r *Reconciler) updateStatus(s *scope, errs []error, before []metav1.Condit
 	o.Deployment, o.Nodes, o.NodesObserved = s.deployment, s.nodes, s.nodesObserved
 	o.Errors, o.Monitoring = errs, s.monitoring
 	o.Unschedulable, o.UnschedulableMessage = s.unschedulable, s.unschedulableMsg
+	if a := s.auth; a != nil {
+		o.Auth = &AuthObservation{Blocked: a.blocked, Message: a.message, Mounted: a.mounted}
+	}
 	ComputeStatus(s.memcached, o)
 	r.recordTransitions(s, before)
 }
 
 // settled is the part of the pass's observation that is known before the
-// owned objects' phases run (the spec, its rules, the auth Secret and the
-// Certificate), so it can be read while they run.
+// owned objects' phases run (the spec, its rules and the Certificate), so it
+// can be read while they run.
 func (s *scope) settled() Observation {
 	o := Observation{Spec: s.spec, Invalid: s.invalid}
-	if s.auth != nil {
-		o.Auth = &AuthObservation{Secret: s.auth.secret, Found: s.auth.found}
-	}
 	if t := s.tls; t != nil {
 		o.Certificate = &CertificateObservation{APIMissing: t.apiMissing, Ready: t.ready, Message: t.message, Removed: t.removed}
 	}
@@ -141,13 +144,16 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		degradedReason, degradedMsg = cachev1alpha1.ReasonInvalidSpec, "the spec breaks a rule, so nothing is built until it is fixed: "+o.Invalid.ToAggregate().Error()
 	case len(o.Errors) > 0:
 		degradedReason, degradedMsg = f.reason, errors.Join(o.Errors...).Error()
+	case o.Auth != nil && o.Auth.Blocked > 0:
+		degradedReason, degradedMsg = cachev1alpha1.ReasonAuthSecretMissing, authMissingMessage(o.Spec, o.Auth)
 	case o.Deployment != nil:
 		if c := deploymentCondition(o.Deployment.Status, appsv1.DeploymentProgressing); c != nil &&
 			c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 			degradedReason, degradedMsg = cachev1alpha1.ReasonRolloutStuck, c.Message
 		}
 	}
-	stalled := !valid || f.stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck
+	// A missing auth Secret waits for the user, like a stuck rollout.
+	stalled := !valid || f.stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck || degradedReason == cachev1alpha1.ReasonAuthSecretMissing
 
 	// A TLS fleet is neither Available nor Ready until its certificate is:
 	// until then the Deployment is left as it is, and pods without a valid
@@ -254,11 +260,15 @@ func ComputeStatus(mc *cachev1alpha1.Memcached, o Observation) {
 		meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionAuthReady)
 	case a == nil:
 		// Not observed this pass: keep what was last known.
-	case a.Found:
-		set(cachev1alpha1.ConditionAuthReady, true, cachev1alpha1.ReasonAuthSecretFound, fmt.Sprintf("Secret %s exists; the pods mount its auth file", a.Secret))
+	case a.Blocked > 0:
+		set(cachev1alpha1.ConditionAuthReady, false, cachev1alpha1.ReasonAuthSecretMissing, authMissingMessage(o.Spec, a))
+	case a.Mounted:
+		set(cachev1alpha1.ConditionAuthReady, true, cachev1alpha1.ReasonAuthSecretFound,
+			fmt.Sprintf("the fleet's pods started with the auth file of Secret %s", o.Spec.Auth.SecretRef.Name))
 	default:
-		set(cachev1alpha1.ConditionAuthReady, false, cachev1alpha1.ReasonAuthSecretMissing,
-			fmt.Sprintf("Secret %s does not exist: create it with the auth file under key %s; until then the Deployment is left as it is", a.Secret, ptr.Deref(o.Spec.Auth.SecretRef.Key, "")))
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: cachev1alpha1.ConditionAuthReady, Status: metav1.ConditionUnknown,
+			Reason: cachev1alpha1.ReasonAuthSecretPending, ObservedGeneration: gen,
+			Message: fmt.Sprintf("no pod of the fleet has started yet, so whether Secret %s holds key %s is not known", o.Spec.Auth.SecretRef.Name, ptr.Deref(o.Spec.Auth.SecretRef.Key, policy.DefaultAuthSecretKey))})
 	}
 
 	if degradedReason != "" {

@@ -1,0 +1,150 @@
+package authreload
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestCheckAuth(t *testing.T) {
+	for _, tt := range []struct {
+		in, refused string
+	}{
+		{in: "app:secret\n"},
+		{in: "app:secret"},
+		{in: "a:1\nb:2\n"},
+		{in: "a:pass:with:colons\n"},
+		{in: "", refused: "empty"},
+		{in: "\n", refused: "line 1 is empty"},
+		{in: "a:1\n\nb:2\n", refused: "line 2 is empty"},
+		{in: "a:1\n\n", refused: "line 2 is empty"},
+		{in: "nocolon\n", refused: "no ':'"},
+		{in: "a:1\r\nb:2\r\n", refused: "carriage return"},
+		{in: "a:", refused: "no password"},
+	} {
+		err := checkAuth([]byte(tt.in))
+		if tt.refused == "" {
+			NewWithT(t).Expect(err).NotTo(HaveOccurred(), "%q", tt.in)
+		} else {
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tt.refused)), "%q", tt.in)
+		}
+	}
+	NewWithT(t).Expect(errors.Is(CheckAuthFile(filepath.Join(t.TempDir(), "absent")), os.ErrNotExist)).To(BeTrue())
+}
+
+// FuzzCheckAuth: the check reads the user's Secret; any bytes give an
+// answer, the same one twice.
+func FuzzCheckAuth(f *testing.F) {
+	for _, s := range []string{"app:secret\n", "a:1\r\n", "\n", ":", "a:1\n\nb:2", "\xff:\xfe\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		first := checkAuth(raw)
+		if second := checkAuth(raw); (first == nil) != (second == nil) {
+			t.Fatalf("%q: %v then %v", raw, first, second)
+		}
+	})
+}
+
+// memcachedBinary is Debian's memcached, the image's; a test that needs it
+// fails in CI (CI=true) rather than skip.
+func memcachedBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("memcached is not installed: make cluster-deps installs it")
+		}
+		t.Skip("memcached is not installed (make cluster-deps installs it)")
+	}
+	return bin
+}
+
+// memcachedStarts reports whether the real memcached starts with raw as its
+// auth file: it listens (true) or exits (false).
+func memcachedStarts(t *testing.T, bin string, raw []byte) bool {
+	t.Helper()
+	dir := t.TempDir()
+	// memcached drops to nobody when the tests run as root: it must read the file.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "auth-file")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_ = ln.Close()
+	args := []string{"-l", "127.0.0.1", "-p", port, "-U", "0", "-m", "8", "-Y", file}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "nobody")
+	}
+	mc := exec.Command(bin, args...)
+	if err := mc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = mc.Wait(); close(exited) }()
+	defer func() { _ = mc.Process.Kill(); <-exited }()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return false
+		case <-deadline:
+			t.Fatalf("memcached with auth file %q neither listened nor exited in 5s", raw)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if conn, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			_ = conn.Close()
+			return true
+		}
+	}
+}
+
+// TestCheckedAuthFileStartsRealMemcached: every auth file the check lets
+// through starts the real memcached, for the table's files and for
+// generated ones over the characters memcached's parser cares about.
+func TestCheckedAuthFileStartsRealMemcached(t *testing.T) {
+	bin := memcachedBinary(t)
+	files := []string{"app:secret\n", "app:secret", "a:1\nb:2\n", "a:x:y\n", "a:1\r\n", "a:1\n\n", "\n", "a:", ":"}
+	rng := rand.New(rand.NewPCG(26, 1))
+	const alphabet = "up:\n\r "
+	for range 150 {
+		b := make([]byte, rng.IntN(9))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		files = append(files, string(b))
+	}
+	passed, refusedByBoth, stricter := 0, 0, 0
+	for _, f := range files {
+		checked := checkAuth([]byte(f)) == nil
+		starts := memcachedStarts(t, bin, []byte(f))
+		switch {
+		case checked && !starts:
+			t.Errorf("the check passes %q, which memcached refuses", f)
+		case checked:
+			passed++
+		case starts:
+			stricter++
+		default:
+			refusedByBoth++
+		}
+	}
+	t.Logf("%d files: %d passed and started, %d refused by both, %d refused by the check only", len(files), passed, refusedByBoth, stricter)
+}
