@@ -144,12 +144,14 @@ func as(namespace, name string) (*rest.Config, client.Client) {
 	return cfg, c
 }
 
-// installRBAC creates the ServiceAccounts and RBAC objects of a render for
-// real; nothing else is needed to act as the chart's ServiceAccount.
+// installRBAC creates the ServiceAccounts, RBAC objects and admission
+// policies of a render for real; nothing else is needed to act as the
+// chart's ServiceAccount, bounded as it would be.
 func installRBAC(ctx context.Context, objs []*unstructured.Unstructured) {
 	GinkgoHelper()
 	for _, obj := range objs {
-		if obj.GetKind() == "ServiceAccount" || strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") {
+		if obj.GetKind() == "ServiceAccount" || strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") ||
+			strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") {
 			Expect(apply(ctx, k8sClient, obj)).To(Succeed(), "%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		}
 	}

@@ -402,6 +402,26 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		Expect(webhookcert.ParseBundle(bundles[0])).To(HaveLen(2), "the old CA stays trusted next to the new one")
 	})
 
+	It("creates its Secret again after a kubectl delete, keeps admitting, and a new replica starts from it", func(ctx SpecContext) {
+		loop := startAdmissions(appNS)
+		loop.settle(20)
+		_, secret := trust(ctx, opts)
+		Expect(k8sClient.Delete(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(secret), again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(secret.UID), "a new Secret, created by the operator")
+			g.Expect(again.Data).To(HaveKey(webhookcert.TLSKeyKey))
+			g.Expect(a.ready()).To(Succeed())
+			g.Expect(b.ready()).To(Succeed())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		loop.settle(50)
+		loop.stopAndExpectNoFailure()
+		c := startReplica(saCfg, opts)
+		DeferCleanup(c.stop)
+		Eventually(c.ready).WithTimeout(30 * time.Second).Should(Succeed(), "a replica started after the delete serves from the new Secret")
+	})
+
 	It("needs exactly the verbs the chart grants its ServiceAccount, on the named objects only", func(ctx SpecContext) {
 		granted := sets.New[string]()
 		for _, o := range objs {
@@ -424,7 +444,11 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		Expect(saClient.Get(ctx, client.ObjectKey{Namespace: gitopsNS, Name: gitopsRelease + "-memcached-operator-metrics-scraper-token"}, &corev1.Secret{})).
 			To(Satisfy(forbidden), "no other Secret")
 		Expect(saClient.Get(ctx, client.ObjectKey{Name: "other"}, &admissionregistrationv1.ValidatingWebhookConfiguration{})).To(Satisfy(forbidden), "no other configuration")
-		Expect(allowed(ctx, saClient, attrs("create", "", "secrets", gitopsNS))).To(BeFalse())
+		// RBAC cannot bound a create by name; the write policy does.
+		Expect(saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNS, Name: "another"}})).To(deniedBy("one Secret"))
+		Expect(saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNS, Name: opts.SecretName,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: gitopsRelease + "-memcached-operator-metrics-scraper"}},
+			Type: corev1.SecretTypeServiceAccountToken})).To(deniedBy("of type Opaque"), "a token Secret under the readable name")
 		other := attrs("update", "", "secrets", gitopsNS)
 		other.Name = gitopsRelease + "-memcached-operator-metrics-scraper-token"
 		Expect(allowed(ctx, saClient, other)).To(BeFalse())

@@ -1,0 +1,188 @@
+package chart_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+// converted decodes an apply configuration into its API type.
+func converted[T any](in any) *T {
+	GinkgoHelper()
+	raw, err := json.Marshal(in)
+	Expect(err).NotTo(HaveOccurred())
+	out := new(T)
+	Expect(json.Unmarshal(raw, out)).To(Succeed())
+	return out
+}
+
+// deniedBy matches the refusal of a ValidatingAdmissionPolicy whose message
+// holds part.
+func deniedBy(part string) OmegaMatcher {
+	return WithTransform(func(err error) string {
+		if err == nil {
+			return "admitted"
+		}
+		return string(apierrors.ReasonForError(err)) + ": " + err.Error()
+	}, And(HavePrefix("Forbidden: "), ContainSubstring("ValidatingAdmissionPolicy"), ContainSubstring(part)))
+}
+
+var _ = Describe("The operator's write policy", Ordered, func() {
+	const rel, ns, tenant = "mc-guard", "mc-guard-system", "team-a"
+	var (
+		c     client.Client
+		owner *cachev1alpha1.Memcached
+		spec  *cachev1alpha1.MemcachedSpec
+		n     int
+	)
+	// fresh names every object a spec creates, so attempts never collide.
+	fresh := func(base string) string { n++; return fmt.Sprintf("%s-%d", base, n) }
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		objs := renderSet(rel, ns, ciValues("default"))
+		installRBAC(ctx, objs)
+		_, c = as(ns, rel+"-memcached-operator")
+		owner = &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "guarded"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
+		Expect(k8sClient.Create(ctx, owner)).To(Succeed())
+		spec = policy.Resolve(&owner.Spec, policy.Config{DefaultImage: "memcached:1.6"})
+		// The policy is in force once it refuses: the API server loads it
+		// a moment after it is created.
+		Eventually(func() error {
+			return c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("probe")},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 11211}}}})
+		}).WithTimeout(verbWait).Should(deniedBy("controls"))
+	})
+
+	// fleetDeployment is the Deployment the operator builds for owner,
+	// under another name, changed by mutate.
+	fleetDeployment := func(mutate func(*appsv1.Deployment)) *appsv1.Deployment {
+		d := converted[appsv1.Deployment](memcached.BuildDeployment(owner, spec))
+		d.Name = fresh("guarded")
+		mutate(d)
+		return d
+	}
+
+	It("admits the objects the operator builds, as the operator sends them", func(ctx SpecContext) {
+		Expect(c.Apply(ctx, memcached.BuildDeployment(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, memcached.BuildService(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, memcached.BuildPodDisruptionBudget(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		withPolicy := spec.DeepCopy()
+		withPolicy.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)}
+		Expect(c.Apply(ctx, memcached.BuildNetworkPolicy(owner, withPolicy), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		withAuth := spec.DeepCopy()
+		withAuth.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users", Key: ptr.To("auth")}, ReloaderImage: ptr.To("op:1")}
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) {
+			*d = *converted[appsv1.Deployment](memcached.BuildDeployment(owner, withAuth))
+			d.Name = fresh("guarded")
+		}))).To(Succeed(), "the auth check is an init container of the same shape")
+		Expect(c.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: owner.Name}})).To(Succeed(), "a fleet's budget, removed at size 1")
+	})
+
+	It("refuses a Deployment a Memcached does not control, or not labelled as its", func(ctx SpecContext) {
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { d.OwnerReferences = nil }))).To(deniedBy("controls"))
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) {
+			d.OwnerReferences[0].APIVersion, d.OwnerReferences[0].Kind, d.OwnerReferences[0].BlockOwnerDeletion = "apps/v1", "ReplicaSet", nil
+		}))).To(deniedBy("controls"))
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) }))).To(deniedBy("controls"))
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { d.OwnerReferences[0].Name = "another" }))).To(deniedBy("controls"),
+			"the instance label names the owner")
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { delete(d.Labels, memcached.LabelManagedBy) }))).To(deniedBy("controls"))
+	})
+
+	It("refuses a fleet Deployment whose pods would get powers the operator never gives", func(ctx SpecContext) {
+		for what, mutate := range map[string]func(*corev1.PodSpec){
+			"ServiceAccount":    func(p *corev1.PodSpec) { p.ServiceAccountName = "admin" },
+			"without its token": func(p *corev1.PodSpec) { p.AutomountServiceAccountToken = ptr.To(true) },
+			"host namespace":    func(p *corev1.PodSpec) { p.HostNetwork = true },
+			"share no host":     func(p *corev1.PodSpec) { p.HostPID = true },
+			"no host path": func(p *corev1.PodSpec) {
+				p.Volumes = append(p.Volumes, corev1.Volume{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+			},
+			"not privileged": func(p *corev1.PodSpec) {
+				p.Containers[0].SecurityContext.Privileged, p.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true), nil
+			},
+			"cannot escalate": func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true) },
+			"add no capability": func(p *corev1.PodSpec) {
+				p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+			},
+			"host port": func(p *corev1.PodSpec) { p.Containers[0].Ports[0].HostPort = 80 },
+			"an init container too": func(p *corev1.PodSpec) {
+				p.InitContainers = []corev1.Container{{Name: "x", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
+			},
+		} {
+			By(what)
+			message := what
+			if what == "an init container too" {
+				message = "not privileged"
+			}
+			Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { mutate(&d.Spec.Template.Spec) }))).To(deniedBy(message))
+		}
+	})
+
+	It("refuses taking over an object someone else made", func(ctx SpecContext) {
+		// A budget: the operator may delete budgets, so the API server's
+		// owner-reference check lets the patch through to the policy.
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("theirs"), Labels: map[string]string{"team": "a"}},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+		Expect(k8sClient.Create(ctx, pdb)).To(Succeed())
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,%q:"guarded",%q:%q},"ownerReferences":[{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","name":"guarded","uid":%q,"controller":true}]}}`,
+			memcached.LabelName, memcached.NameValue, memcached.LabelInstance, memcached.LabelManagedBy, memcached.ManagedByValue, owner.UID)
+		Expect(c.Patch(ctx, pdb, client.RawPatch(types.MergePatchType, []byte(patch)))).To(deniedBy("controls"), "labels and an owner reference added to someone's budget")
+		Expect(c.Delete(ctx, pdb)).To(deniedBy("controls"), "the operator deletes only its fleets' budgets")
+		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("theirs")}}
+		Expect(k8sClient.Create(ctx, np)).To(Succeed())
+		Expect(c.Delete(ctx, np)).To(deniedBy("controls"))
+	})
+
+	It("refuses a fleet Service that would reach outside the cluster", func(ctx SpecContext) {
+		svc := func(mutate func(*corev1.Service)) *corev1.Service {
+			s := converted[corev1.Service](memcached.BuildService(owner, spec))
+			s.Name = fresh("guarded")
+			mutate(s)
+			return s
+		}
+		Expect(c.Create(ctx, svc(func(s *corev1.Service) { s.Spec.ClusterIP = ""; s.Spec.Type = corev1.ServiceTypeNodePort }))).To(deniedBy("ClusterIP"))
+		Expect(c.Create(ctx, svc(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"192.0.2.1"} }))).To(deniedBy("external IPs"))
+		Expect(c.Create(ctx, svc(func(s *corev1.Service) { s.OwnerReferences = nil }))).To(deniedBy("controls"))
+	})
+
+	It("lets the operator change only the deletion cost of its fleets' pods", func(ctx SpecContext) {
+		pod := func(labels map[string]string) *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("pod"), Labels: labels, Annotations: map[string]string{"kept": "yes"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}}}
+			Expect(k8sClient.Create(ctx, p)).To(Succeed())
+			return p
+		}
+		merge := func(p *corev1.Pod, patch string) error {
+			return c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch)))
+		}
+		fleet := pod(map[string]string{memcached.LabelName: memcached.NameValue, memcached.LabelInstance: "guarded", memcached.LabelManagedBy: memcached.ManagedByValue})
+		Expect(merge(fleet, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"-2147483648"}}}`)).To(Succeed())
+		Expect(merge(fleet, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":null}}}`)).To(Succeed())
+		Expect(merge(fleet, `{"metadata":{"annotations":{"other":"x"}}}`)).To(deniedBy("pod-deletion-cost"))
+		Expect(merge(fleet, `{"metadata":{"annotations":{"kept":null}}}`)).To(deniedBy("pod-deletion-cost"))
+		Expect(merge(fleet, `{"metadata":{"labels":{"app.kubernetes.io/instance":"elsewhere"}}}`)).To(deniedBy("pod-deletion-cost"))
+		Expect(merge(fleet, `{"spec":{"containers":[{"name":"memcached","image":"evil:1"}]}}`)).To(deniedBy("pod-deletion-cost"))
+		Expect(merge(fleet, `{"metadata":{"finalizers":["example.com/hold"]}}`)).To(deniedBy("pod-deletion-cost"))
+
+		stranger := pod(map[string]string{"app": "web"})
+		Expect(merge(stranger, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"1"}}}`)).To(deniedBy("pods of the fleets"))
+	})
+})
