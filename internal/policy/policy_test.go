@@ -234,6 +234,22 @@ func TestValidateCreate(t *testing.T) {
 		}, errPaths: []string{"spec.podLabels", "spec.podLabels"}},
 		{name: "invalid annotation key", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = map[string]string{"a/b/c": "x"} },
 			errPaths: []string{"spec.podAnnotations"}},
+		{name: "annotations that would weaken the restricted profile or steer the scale-down, in every spelling", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodAnnotations = map[string]string{
+				"container.apparmor.security.beta.kubernetes.io/memcached": "unconfined",
+				"seccomp.security.alpha.kubernetes.io/pod":                 "unconfined",
+				"Container.Seccomp.Security.Alpha.Kubernetes.IO/memcached": "unconfined",
+				"controller.kubernetes.io/pod-deletion-cost":               "-1",
+				"kubernetes.io/psp":                                        "privileged",
+				"example.k8s.io/x":                                         "y",
+			}
+		}, errPaths: []string{"spec.podAnnotations[Container.Seccomp.Security.Alpha.Kubernetes.IO/memcached]",
+			"spec.podAnnotations[container.apparmor.security.beta.kubernetes.io/memcached]", "spec.podAnnotations[controller.kubernetes.io/pod-deletion-cost]",
+			"spec.podAnnotations[example.k8s.io/x]", "spec.podAnnotations[kubernetes.io/psp]", "spec.podAnnotations[seccomp.security.alpha.kubernetes.io/pod]"}},
+		{name: "allowed annotations, reserved or not", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodAnnotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "true", "kubectl.kubernetes.io/default-container": "memcached",
+				"prometheus.io/scrape": "true", "notkubernetes.io/x": "y", "plain": "z"}
+		}},
 		{name: "invalid nodeSelector", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.NodeSelector = map[string]string{"pool": "a b"} },
 			errPaths: []string{"spec.nodeSelector"}},
 		{name: "PDB bounds that are no number or percentage", mutate: func(s *cachev1alpha1.MemcachedSpec) {

@@ -2,8 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,7 +147,7 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validateMemory(path, spec)...)
 	errs = append(errs, validateExtraArgs(path.Child("extraArgs"), spec.ExtraArgs)...)
 	errs = append(errs, validatePodLabels(path.Child("podLabels"), spec.PodLabels)...)
-	errs = append(errs, apivalidation.ValidateAnnotations(spec.PodAnnotations, path.Child("podAnnotations"))...)
+	errs = append(errs, validatePodAnnotations(path.Child("podAnnotations"), spec.PodAnnotations)...)
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
 	errs = append(errs, validatePodSpec(path, spec)...)
 	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
@@ -312,6 +314,40 @@ func validatePodLabels(path *field.Path, labels map[string]string) field.ErrorLi
 		if _, ok := labels[key]; ok {
 			errs = append(errs, field.Forbidden(path.Key(key),
 				"the operator selects its pods by this label; it cannot be overridden"))
+		}
+	}
+	return errs
+}
+
+// AllowedReservedPodAnnotations are the Kubernetes-reserved annotation keys
+// a fleet's pods may carry from spec.podAnnotations: hints to tools that
+// weaken nothing.
+var AllowedReservedPodAnnotations = []string{
+	"cluster-autoscaler.kubernetes.io/safe-to-evict",
+	"kubectl.kubernetes.io/default-container",
+	"kubectl.kubernetes.io/default-logs-container",
+}
+
+// validatePodAnnotations refuses the keys under Kubernetes' reserved
+// prefixes (kubernetes.io, k8s.io and their subdomains) beyond the allowed
+// ones: among them are the AppArmor and seccomp annotations that would undo
+// the pods' restricted profile, and the pod-deletion cost the operator's
+// scale-down sets.
+func validatePodAnnotations(path *field.Path, annotations map[string]string) field.ErrorList {
+	errs := apivalidation.ValidateAnnotations(annotations, path)
+	for _, key := range slices.Sorted(maps.Keys(annotations)) {
+		prefix, _, ok := strings.Cut(key, "/")
+		if !ok || slices.Contains(AllowedReservedPodAnnotations, key) {
+			continue
+		}
+		prefix = strings.ToLower(prefix)
+		for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
+			if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
+				errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(
+					"keys under %s are Kubernetes' own (AppArmor and seccomp profiles, the scale-down's deletion cost among them); allowed: %s",
+					reserved, strings.Join(AllowedReservedPodAnnotations, ", "))))
+				break
+			}
 		}
 	}
 	return errs

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -333,6 +334,30 @@ func TestNoRoleGrantsSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShutdownFitsTheGracePeriod: for every preStop delay the schema
+// admits, the delay and the operator's graceful shutdown end before the
+// kubelet kills the pod, so a leader releases its Lease.
+func TestShutdownFitsTheGracePeriod(t *testing.T) {
+	for _, delay := range []int{0, 5, 20} {
+		r := render(t, map[string]any{"operator": map[string]any{"shutdownDelaySeconds": delay}})
+		c := operatorContainer(t, r)
+		var shutdown time.Duration
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--graceful-shutdown-timeout="); ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				shutdown = d
+			}
+		}
+		grace := time.Duration(*get[appsv1.Deployment](t, r, "Deployment", namespace, fullname).Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+		if shutdown <= 0 || time.Duration(delay)*time.Second+shutdown > grace-5*time.Second {
+			t.Errorf("preStop %ds + graceful shutdown %s leave less than 5 s of the %s grace period", delay, shutdown, grace)
+		}
 	}
 }
 
