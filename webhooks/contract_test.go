@@ -91,7 +91,9 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		ns := newNamespace()
 		cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
-		accepted, rejected, built, policies, authed, certs := 0, 0, 0, 0, 0, 0
+		real := newRealMemcached()
+		var refusedByMemcached []string
+		accepted, rejected, built, policies, authed, certs, started, unchecked := 0, 0, 0, 0, 0, 0, 0, 0
 		// Each side of the contract must be exercised a tenth of n times, each
 		// optional builder a hundredth. A seed that falls short draws more
 		// specs, up to 4n; a generator that stopped producing one of them
@@ -120,6 +122,15 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 				mc.UID = types.UID("00000000-0000-0000-0000-000000000001")
 			}
 			spec := policy.Resolve(&mc.Spec, cfg)
+			// The pod's command line, run by the real memcached.
+			switch ok, why := real.starts(spec); {
+			case !real.checks(spec):
+				unchecked++
+			case ok:
+				started++
+			default:
+				refusedByMemcached = append(refusedByMemcached, desc()+": "+why)
+			}
 			Expect(k8s.Apply(ctx, memcached.BuildDeployment(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
 			Expect(k8s.Apply(ctx, memcached.BuildService(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
 			built += 2
@@ -144,8 +155,10 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 				policies++
 			}
 		}
-		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d)\n", i, accepted, rejected, built, policies, authed, certs)
-		AddReportEntry("admission property", map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs})
+		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d), started by the real memcached: %d, not started (maxConnections above the open-file limit %d): %d\n", i, accepted, rejected, built, policies, authed, certs, started, real.openFiles, unchecked)
+		AddReportEntry("admission property", map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs, "started by memcached": started, "not started": unchecked})
+		Expect(refusedByMemcached).To(BeEmpty(), "admitted, but the real memcached does not start the pod's command line")
+		Expect(started).To(BeNumerically(">", n/20), "and the real memcached")
 		Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
 		Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
 		Expect(policies).To(BeNumerically(">", n/100), "and the NetworkPolicy builder")

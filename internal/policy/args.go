@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -210,14 +212,57 @@ func validateExtraArgs(path *field.Path, args []string) field.ErrorList {
 			errs = append(errs, field.Invalid(at, args[p.Index], fmt.Sprintf("%s needs a value", p.Name())))
 		case o.short == 'o':
 			errs = append(errs, validateExtended(at, args[p.Index], p.Value)...)
+		default:
+			if msg := badValue(o.short, p.Value); msg != "" {
+				errs = append(errs, field.Invalid(at, args[p.Index], p.Name()+" "+msg+": memcached refuses to start otherwise"))
+			}
 		}
 	}
 	return errs
 }
 
-// validateExtended checks the comma-separated sub-options of -o. Those that
-// need files (TLS certificates, extstore's storage file) cannot work in the
-// pods, which have neither the files nor a writable filesystem.
+// badValue says what is wrong with the value of a short option memcached
+// reads as a word or a number, or "".
+func badValue(short byte, value string) string {
+	switch short {
+	case 'B':
+		if value != "auto" && value != "binary" && value != "ascii" {
+			return "takes auto, binary or ascii"
+		}
+	case 'R', 'b', 'n':
+		if n, err := strconv.Atoi(value); err != nil || n <= 0 {
+			return "takes a whole number above 0"
+		}
+	case 'f':
+		if f, err := strconv.ParseFloat(value, 64); err != nil || f <= 1 {
+			return "takes a number above 1"
+		}
+	case 'D':
+		if len(value) != 1 {
+			return "takes one character"
+		}
+	}
+	return ""
+}
+
+// extendedOptions are the -o sub-options of memcached 1.6.18 (memcached -h)
+// that can run in a fleet's pod; each also takes a no_ prefix where
+// memcached has one. The property test starts the real memcached with them.
+var extendedOptions = []string{
+	"maxconns_fast", "no_maxconns_fast", "hashpower", "tail_repair_time", "hash_algorithm",
+	"lru_crawler", "no_lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl", "read_buf_mem_limit",
+	"lru_maintainer", "no_lru_maintainer", "hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor",
+	"temporary_ttl", "idle_timeout", "watcher_logbuf_size", "worker_logbuf_size", "track_sizes",
+	"no_hashexpand", "modern", "no_modern", "slab_reassign", "slab_automove", "slab_automove_ratio",
+	"slab_automove_window", "slab_automove_freeratio", "sock_cookie_id",
+}
+
+// ExtendedOptions are the -o sub-options extraArgs may use.
+func ExtendedOptions() []string { return slices.Clone(extendedOptions) }
+
+// validateExtended checks the comma-separated sub-options of -o: only
+// memcached's own, and none that needs files (TLS certificates, extstore's
+// storage file: the pods have neither the files nor a writable filesystem).
 func validateExtended(path *field.Path, arg, value string) field.ErrorList {
 	var errs field.ErrorList
 	for _, sub := range strings.Split(value, ",") {
@@ -227,8 +272,12 @@ func validateExtended(path *field.Path, arg, value string) field.ErrorList {
 			errs = append(errs, field.Invalid(path, arg, "-o has an empty sub-option"))
 		case strings.HasPrefix(key, "ssl_"):
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf("-o %s configures TLS, which is spec.tls's: set spec.tls", key)))
-		case key == "ext_path":
-			errs = append(errs, field.Forbidden(path, "-o ext_path needs a writable storage file; the root filesystem is read-only"))
+		case strings.HasPrefix(key, "ext_"):
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("-o %s is extstore's, which needs a writable storage file; the root filesystem is read-only", key)))
+		case key == "slab_chunk_max":
+			errs = append(errs, field.Forbidden(path, "-o slab_chunk_max is experimental in memcached and must match maxItemSize: set maxItemSize to a multiple of 512k instead"))
+		case !slices.Contains(extendedOptions, key):
+			errs = append(errs, field.Invalid(path, arg, fmt.Sprintf("-o %s is not a memcached 1.6 sub-option (allowed: %s): memcached refuses to start", key, strings.Join(extendedOptions, ", "))))
 		}
 	}
 	return errs

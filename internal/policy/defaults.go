@@ -30,6 +30,9 @@ const (
 	// keep on 127.0.0.1 for the exporter and the reloader: only processes
 	// inside the pod's own network namespace can reach it.
 	TLSLoopbackPort int32 = 11299
+	// ExporterPort is where the exporter sidecar serves metrics, in the
+	// pod's network namespace.
+	ExporterPort int32 = 9150
 	// IssuerKind and ClusterIssuerKind are the cert-manager issuer kinds
 	// spec.tls.issuerRef may name.
 	IssuerKind        = "Issuer"

@@ -223,6 +223,36 @@ func TestValidateCreate(t *testing.T) {
 			// getopt reads "--port=1" as -m's value, as memcached would.
 			s.ExtraArgs = []string{"-o", "modern", "-m", "--port=1", "-d"}
 		}, errPaths: []string{"spec.extraArgs[2]", "spec.extraArgs[4]"}},
+		{name: "values memcached refuses, for options that take a word or a number", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-B", "--listen-backlog=512", "-R0", "-f", "1", "-b", "x", "-D", "::", "-n", "-3"}
+		}, errPaths: []string{"spec.extraArgs[0]", "spec.extraArgs[2]", "spec.extraArgs[3]", "spec.extraArgs[5]", "spec.extraArgs[7]", "spec.extraArgs[9]"}},
+		{name: "-o sub-options memcached does not have, extstore's, and slab_chunk_max", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-o", "ascii", "-o", "modern,-C", "-o", "ext_item_size=512", "-o", "slab_chunk_max=1"}
+		}, errPaths: []string{"spec.extraArgs[0]", "spec.extraArgs[2]", "spec.extraArgs[4]", "spec.extraArgs[6]"}},
+		{name: "the binary protocol with ASCII auth, in both spellings", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
+			s.ExtraArgs = []string{"-B", "binary", "--protocol=auto"}
+		}, errPaths: []string{"spec.extraArgs[0]", "spec.extraArgs[2]"}},
+		{name: "ASCII auth with -B ascii", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
+			s.ExtraArgs = []string{"-Bascii"}
+		}},
+		{name: "fewer connections than memcached needs for its threads", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Threads, s.MaxConnections = ptr.To[int32](16), ptr.To[int32](95)
+		}, errPaths: []string{"spec.maxConnections"}},
+		{name: "just enough connections", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Threads, s.MaxConnections = ptr.To[int32](16), ptr.To[int32](96)
+		}},
+		{name: "an item size memcached's 512k slab chunks do not divide", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("768k") },
+			errPaths: []string{"spec.maxItemSize"}},
+		{name: "an item size below a slab chunk", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("64k") },
+			errPaths: []string{"spec.maxItemSize"}},
+		{name: "the exporter's port, for memcached or its plain-text listener", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)}}
+			s.Port = ptr.To[int32](9150)
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To[int32](9150)}
+		}, errPaths: []string{"spec.port", "spec.tls.plaintextPort", "spec.tls.plaintextPort"}},
+		{name: "port 9150 without the exporter", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Port = ptr.To[int32](9150) }},
 		{name: "allowed extra args", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.ExtraArgs = []string{"-o", "modern,maxconns_fast", "--disable-cas", "-MF", "-R20", "--listen-backlog", "512", "-B", "ascii", "--slab-g=1.1"}
 		}},
@@ -414,13 +444,15 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "resize within bounds", new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) }},
 		{name: "size above a lowered --max-size is kept while unchanged",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
-			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20); s.MaxConnections = ptr.To[int32](2) }, warnings: []string{policy.RestartWarning}},
+			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20); s.MaxConnections = ptr.To[int32](1000) }, warnings: []string{policy.RestartWarning}},
 		{name: "size above --max-size cannot grow",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](21) }, errPaths: []string{"spec.size"}},
 		{name: "size above --max-size may move down",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](50) },
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](40) }},
+		{name: "more connections than some runtimes' open-file limit warns", new: func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](4096) },
+			warnings: []string{policy.RestartWarning, "spec.maxConnections is 4096: memcached sets its open-file limit to it and exits at start when the container's limit, which the node's container runtime sets, is lower (some give 1024)"}},
 		{name: "image change warns that pods restart", new: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:2") }, warnings: []string{policy.RestartWarning}},
 		{name: "a value stored before a rule tightened does not block other edits",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-L"} },

@@ -145,7 +145,10 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 		errs = append(errs, field.Invalid(path.Child("image"), *spec.Image, "must name a memcached image, without surrounding spaces"))
 	}
 	errs = append(errs, validateMemory(path, spec)...)
+	errs = append(errs, validateConnections(path, spec)...)
 	errs = append(errs, validateExtraArgs(path.Child("extraArgs"), spec.ExtraArgs)...)
+	errs = append(errs, validateProtocol(path, spec)...)
+	errs = append(errs, validatePorts(path, spec)...)
 	errs = append(errs, validatePodLabels(path.Child("podLabels"), spec.PodLabels)...)
 	errs = append(errs, validatePodAnnotations(path.Child("podAnnotations"), spec.PodAnnotations)...)
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
@@ -154,6 +157,56 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validateAuth(path.Child("auth"), spec.Auth)...)
 	errs = append(errs, validateTLS(path.Child("tls"), spec)...)
 	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+}
+
+// validateConnections keeps -c above what memcached needs for itself: it
+// sets its open-file limit to -c, and each worker thread holds about five
+// descriptors (measured with memcached 1.6.18: the least -c that starts is
+// 5 × -t + 2; 14 more leave room for the listeners).
+func validateConnections(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	if spec.MaxConnections == nil {
+		return nil
+	}
+	threads := ptr.Deref(spec.Threads, DefaultThreads)
+	if least := 5*threads + 16; *spec.MaxConnections < least {
+		return field.ErrorList{field.Invalid(path.Child("maxConnections"), *spec.MaxConnections,
+			fmt.Sprintf("must be at least %d with %d threads (5 × threads + 16): memcached needs those descriptors itself and refuses to start otherwise", least, threads))}
+	}
+	return nil
+}
+
+// validateProtocol refuses a protocol memcached cannot serve with ASCII
+// authentication: it exits when -Y meets -B binary or auto.
+func validateProtocol(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	if spec.Auth == nil {
+		return nil
+	}
+	opts, _ := ParseArgs(path.Child("extraArgs"), spec.ExtraArgs)
+	var errs field.ErrorList
+	for _, o := range opts {
+		if o.Short == 'B' && o.Value != "ascii" {
+			errs = append(errs, field.Invalid(path.Child("extraArgs").Index(o.Index), spec.ExtraArgs[o.Index],
+				"spec.auth is memcached's ASCII authentication, which serves the ASCII protocol only: memcached refuses to start with -B "+o.Value))
+		}
+	}
+	return errs
+}
+
+// validatePorts keeps memcached's listeners off the exporter's port, which
+// the exporter sidecar holds in the same network namespace.
+func validatePorts(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	if !ExporterEnabled(spec) {
+		return nil
+	}
+	var errs field.ErrorList
+	msg := fmt.Sprintf("port %d is the exporter's, which runs in the same pod: choose another port", ExporterPort)
+	if spec.Port != nil && *spec.Port == ExporterPort {
+		errs = append(errs, field.Invalid(path.Child("port"), *spec.Port, msg))
+	}
+	if t := spec.TLS; t != nil && t.PlaintextPort != nil && *t.PlaintextPort == ExporterPort {
+		errs = append(errs, field.Invalid(path.Child("tls", "plaintextPort"), *t.PlaintextPort, msg))
+	}
+	return errs
 }
 
 // validateAuth holds the Secret reference to the API server's rules for a
@@ -384,6 +437,9 @@ func validateMemory(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.E
 		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize, err.Error()))
 	case b < 1<<10 || b > 1<<30:
 		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize, "must be between 1k and 1024m"))
+	case b < slabChunkMax || b%slabChunkMax != 0:
+		errs = append(errs, field.Invalid(itemPath, *spec.MaxItemSize,
+			"must be a multiple of 512k (memcached's slab chunk size), such as 512k, 1m or 1536k: memcached refuses to start otherwise"))
 	case b > int64(memMB)<<20/2:
 		how := "memoryLimitMB"
 		if derived {
@@ -394,6 +450,10 @@ func validateMemory(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.E
 	}
 	return errs
 }
+
+// slabChunkMax is memcached's default -o slab_chunk_max, in bytes: -I must
+// be a multiple of it.
+const slabChunkMax = 512 << 10
 
 // ParseItemSize reads memcached's -I notation: bytes, or a number with a k or m suffix.
 func ParseItemSize(s string) (int64, error) {
@@ -428,6 +488,10 @@ func validatePodDisruptionBudget(path *field.Path, pdb *cachev1alpha1.PodDisrupt
 	return append(errs, validateIntOrPercent(path.Child("maxUnavailable"), pdb.MaxUnavailable)...)
 }
 
+// CommonOpenFileLimit is the open-file limit some container runtimes give
+// a container (the project's own testbed's containerd among them).
+const CommonOpenFileLimit = 1024
+
 func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 	changed := func(get func(*cachev1alpha1.MemcachedSpec) any) bool {
 		return oldSpec == nil || !apiequality.Semantic.DeepEqual(get(oldSpec), get(spec))
@@ -443,6 +507,9 @@ func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 	}
 	if _, ok := memoryLimit(spec.Resources); !ok && changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.Resources }) {
 		w = append(w, "spec.resources.limits.memory is not set: a memcached pod may grow until the node evicts it")
+	}
+	if c := ptr.Deref(spec.MaxConnections, 0); c > CommonOpenFileLimit && changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.MaxConnections }) {
+		w = append(w, fmt.Sprintf("spec.maxConnections is %d: memcached sets its open-file limit to it and exits at start when the container's limit, which the node's container runtime sets, is lower (some give %d)", c, CommonOpenFileLimit))
 	}
 	return w
 }
