@@ -46,7 +46,6 @@ type realMemcached struct {
 	openFiles uint64
 }
 
-
 // newRealMemcached finds memcached, failing in CI (CI=true) when it is
 // missing, and writes the files a pod mounts: an auth file and a
 // certificate, key and CA.

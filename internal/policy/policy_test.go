@@ -270,8 +270,8 @@ func TestValidateCreate(t *testing.T) {
 				"seccomp.security.alpha.kubernetes.io/pod":                 "unconfined",
 				"Container.Seccomp.Security.Alpha.Kubernetes.IO/memcached": "unconfined",
 				"controller.kubernetes.io/pod-deletion-cost":               "-1",
-				"kubernetes.io/psp":                                        "privileged",
-				"example.k8s.io/x":                                         "y",
+				"kubernetes.io/psp": "privileged",
+				"example.k8s.io/x":  "y",
 			}
 		}, errPaths: []string{"spec.podAnnotations[Container.Seccomp.Security.Alpha.Kubernetes.IO/memcached]",
 			"spec.podAnnotations[container.apparmor.security.beta.kubernetes.io/memcached]", "spec.podAnnotations[controller.kubernetes.io/pod-deletion-cost]",
@@ -444,7 +444,10 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "resize within bounds", new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) }},
 		{name: "size above a lowered --max-size is kept while unchanged",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
-			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20); s.MaxConnections = ptr.To[int32](1000) }, warnings: []string{policy.RestartWarning}},
+			new: func(s *cachev1alpha1.MemcachedSpec) {
+				s.Size = ptr.To[int32](20)
+				s.MaxConnections = ptr.To[int32](1000)
+			}, warnings: []string{policy.RestartWarning}},
 		{name: "size above --max-size cannot grow",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](20) },
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](21) }, errPaths: []string{"spec.size"}},

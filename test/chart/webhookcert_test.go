@@ -419,7 +419,7 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		loop.stopAndExpectNoFailure()
 		c := startReplica(saCfg, opts)
 		DeferCleanup(c.stop)
-		Eventually(c.ready).WithTimeout(30 * time.Second).Should(Succeed(), "a replica started after the delete serves from the new Secret")
+		Eventually(c.ready).WithTimeout(30*time.Second).Should(Succeed(), "a replica started after the delete serves from the new Secret")
 	})
 
 	It("needs exactly the verbs the chart grants its ServiceAccount, on the named objects only", func(ctx SpecContext) {

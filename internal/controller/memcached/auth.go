@@ -86,4 +86,3 @@ func authMissingMessage(spec *cachev1alpha1.MemcachedSpec, a *AuthObservation) s
 	return "the kubelet cannot start memcached in " + a.Message + ": create Secret " + spec.Auth.SecretRef.Name +
 		" with the auth file under key " + ptr.Deref(spec.Auth.SecretRef.Key, policy.DefaultAuthSecretKey) + "; pods that already serve keep serving"
 }
-

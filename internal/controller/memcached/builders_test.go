@@ -603,4 +603,3 @@ func TestComputeStatusAuth(t *testing.T) {
 		})
 	}
 }
-
