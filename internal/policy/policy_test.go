@@ -454,8 +454,6 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "size above --max-size may move down",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](50) },
 			new: func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](40) }},
-		{name: "more connections than some runtimes' open-file limit warns", new: func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](4096) },
-			warnings: []string{policy.RestartWarning, "spec.maxConnections is 4096: memcached sets its open-file limit to it and exits at start when the container's limit, which the node's container runtime sets, is lower (some give 1024)"}},
 		{name: "image change warns that pods restart", new: func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:2") }, warnings: []string{policy.RestartWarning}},
 		{name: "a value stored before a rule tightened does not block other edits",
 			old: func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-L"} },

@@ -488,10 +488,6 @@ func validatePodDisruptionBudget(path *field.Path, pdb *cachev1alpha1.PodDisrupt
 	return append(errs, validateIntOrPercent(path.Child("maxUnavailable"), pdb.MaxUnavailable)...)
 }
 
-// CommonOpenFileLimit is the open-file limit some container runtimes give
-// a container (the project's own testbed's containerd among them).
-const CommonOpenFileLimit = 1024
-
 func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 	changed := func(get func(*cachev1alpha1.MemcachedSpec) any) bool {
 		return oldSpec == nil || !apiequality.Semantic.DeepEqual(get(oldSpec), get(spec))
@@ -507,9 +503,6 @@ func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 	}
 	if _, ok := memoryLimit(spec.Resources); !ok && changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.Resources }) {
 		w = append(w, "spec.resources.limits.memory is not set: a memcached pod may grow until the node evicts it")
-	}
-	if c := ptr.Deref(spec.MaxConnections, 0); c > CommonOpenFileLimit && changed(func(s *cachev1alpha1.MemcachedSpec) any { return s.MaxConnections }) {
-		w = append(w, fmt.Sprintf("spec.maxConnections is %d: memcached sets its open-file limit to it and exits at start when the container's limit, which the node's container runtime sets, is lower (some give %d)", c, CommonOpenFileLimit))
 	}
 	return w
 }

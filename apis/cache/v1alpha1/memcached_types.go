@@ -75,7 +75,10 @@ type MemcachedSpec struct {
 	// +optional
 	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
 
-	// maxConnections is the maximum number of simultaneous connections (-c).
+	// maxConnections is the maximum number of simultaneous connections (-c),
+	// at least 5 × threads + 16 (memcached's own descriptors). memcached sets
+	// its open-file limit to it at start and exits when the container's hard
+	// limit, which the node's container runtime sets, is lower.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
 	// +optional
