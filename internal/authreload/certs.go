@@ -92,7 +92,7 @@ func (c *CertRefresher) Refresh() error {
 	}
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
-	rw := bufio.NewReadWriter(bufio.NewReader(conn), bufio.NewWriter(conn))
+	rw := bufio.NewReadWriter(bufio.NewReaderSize(conn, maxAnswer), bufio.NewWriter(conn))
 	if c.AuthFile != "" {
 		creds, err := exporter.ReadAuthFile(c.AuthFile)
 		if err != nil {
@@ -108,12 +108,28 @@ func (c *CertRefresher) Refresh() error {
 	if err := rw.Flush(); err != nil {
 		return fmt.Errorf("sending refresh_certs: %w", err)
 	}
-	line, err := rw.ReadString('\n')
-	if err != nil {
+	return refreshAnswer(rw.Reader)
+}
+
+// maxAnswer bounds the line read back from memcached: its answers to
+// refresh_certs are one short line.
+const maxAnswer = 512
+
+// refreshAnswer reads memcached's answer to refresh_certs: OK, or the error
+// it gives, cut to maxAnswer bytes.
+func refreshAnswer(r *bufio.Reader) error {
+	line, err := r.ReadSlice('\n')
+	if len(line) > maxAnswer {
+		line = line[:maxAnswer]
+	}
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return fmt.Errorf("memcached answered refresh_certs with a line longer than %d bytes: %q", maxAnswer, line)
+	case err != nil:
 		return fmt.Errorf("reading the answer to refresh_certs: %w", err)
 	}
-	if line = strings.TrimRight(line, "\r\n"); line != "OK" {
-		return errors.New("memcached did not reload its certificate: " + line)
+	if s := strings.TrimRight(string(line), "\r\n"); s != "OK" {
+		return errors.New("memcached did not reload its certificate: " + strings.ToValidUTF8(s, "?"))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package authreload
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -8,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +150,23 @@ func TestCheckedAuthFileStartsRealMemcached(t *testing.T) {
 		}
 	}
 	t.Logf("%d files: %d passed and started, %d refused by both, %d refused by the check only", len(files), passed, refusedByBoth, stricter)
+}
+
+// FuzzRefreshAnswer: whatever memcached answers to refresh_certs, the
+// reloader reads at most a bounded line and succeeds only on OK.
+func FuzzRefreshAnswer(f *testing.F) {
+	for _, s := range []string{"OK\r\n", "OK\n", "ERROR\r\n", "CLIENT_ERROR unauthenticated\r\n", "\xff\xfe\r\n", strings.Repeat("x", 4096), ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		err := refreshAnswer(bufio.NewReaderSize(bytes.NewReader(answer), maxAnswer))
+		line, _, found := bytes.Cut(answer, []byte("\n"))
+		ok := found && string(bytes.TrimRight(line, "\r")) == "OK"
+		if (err == nil) != ok {
+			t.Fatalf("%q: %v", answer, err)
+		}
+		if err != nil && len(err.Error()) > 2*maxAnswer+200 {
+			t.Fatalf("an unbounded message: %d bytes", len(err.Error()))
+		}
+	})
 }

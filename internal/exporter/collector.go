@@ -189,8 +189,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, m := range c.metrics(s) {
+		ch <- m
+	}
+}
+
+// metrics turns one scrape's statistics into metrics. A value the metric
+// cannot carry (a label that is not UTF-8, from a server that answers
+// garbage) drops that one metric instead of panicking the exporter.
+func (c *Collector) metrics(s *Stats) []prometheus.Metric {
+	var out []prometheus.Metric
+	add := func(d *prometheus.Desc, kind prometheus.ValueType, v float64, labels ...string) {
+		if m, err := prometheus.NewConstMetric(d, kind, v, labels...); err == nil {
+			out = append(out, m)
+		}
+	}
 	if v, ok := s.Stats["version"]; ok {
-		ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, v)
+		add(c.version, prometheus.GaugeValue, 1, v)
 	}
 	for i, m := range metrics {
 		src := s.Stats
@@ -198,29 +213,30 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			src = s.Settings
 		}
 		if v, ok := number(src[m.key]); ok {
-			ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, v)
+			add(c.descs[i], m.kind, v)
 		}
 	}
 	for _, cmd := range commands {
 		if v, ok := number(s.Stats[cmd.key]); ok {
-			ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, v, cmd.command, cmd.status)
+			add(c.commands, prometheus.CounterValue, v, cmd.command, cmd.status)
 		}
 	}
 	if v, ok := number(s.SlabTotals["total_malloced"]); ok {
-		ch <- prometheus.MustNewConstMetric(c.malloced, prometheus.GaugeValue, v)
+		add(c.malloced, prometheus.GaugeValue, v)
 	}
 	for slab, stats := range s.Slabs {
 		for i, m := range slabMetrics {
 			if v, ok := number(stats[m.key]); ok {
-				ch <- prometheus.MustNewConstMetric(c.slabDescs[i], m.kind, v, slab)
+				add(c.slabDescs[i], m.kind, v, slab)
 			}
 		}
 		for _, cmd := range slabCommands {
 			if v, ok := number(stats[cmd.key]); ok {
-				ch <- prometheus.MustNewConstMetric(c.slabCommands, prometheus.CounterValue, v, slab, cmd.command, cmd.status)
+				add(c.slabCommands, prometheus.CounterValue, v, slab, cmd.command, cmd.status)
 			}
 		}
 	}
+	return out
 }
 
 // number reads a statistic: an integer, a decimal (rusage's "sec.usec"), or
@@ -239,9 +255,13 @@ func number(s string) (float64, bool) {
 }
 
 // Handler serves the collector's metrics, with the exporter's own process
-// and Go runtime metrics, in the Prometheus exposition formats.
+// and Go runtime metrics, in the Prometheus exposition formats. One scrape
+// runs at a time (others get 503 at once, so a scraper that retries cannot
+// pile connections onto memcached), and none runs longer than the
+// collector's timeout and a second more.
 func Handler(c *Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError,
+		MaxRequestsInFlight: 1, Timeout: c.timeout + time.Second})
 }

@@ -358,3 +358,32 @@ func TestHandlerServesTheExpositionFormat(t *testing.T) {
 	g.Expect(body).To(ContainSubstring("# TYPE memcached_commands_total counter"))
 	g.Expect(body).To(ContainSubstring("process_resident_memory_bytes"), "the exporter's own RSS, for the fleet's dashboard")
 }
+
+// TestOneScrapeInFlight: while a scrape waits on memcached, another is
+// answered 503 at once and opens no second connection; the first then
+// completes.
+func TestOneScrapeInFlight(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	s := serve(t, func(conn net.Conn) { <-release; replay(t)(conn) })
+	srv := httptest.NewServer(exporter.Handler(exporter.NewCollector(s.addr(), 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))))
+	t.Cleanup(srv.Close)
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			first <- 0
+			return
+		}
+		_ = resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	g.Eventually(s.open.Load).Should(Equal(int64(1)), "the first scrape is connected and waiting")
+	resp, err := http.Get(srv.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable))
+	g.Expect(s.served.Load()).To(Equal(int64(1)), "no second connection to memcached")
+	close(release)
+	g.Eventually(first, 5*time.Second).Should(Receive(Equal(http.StatusOK)))
+}

@@ -54,6 +54,13 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration, creds *Crede
 			return nil, err
 		}
 	}
+	return read(rw)
+}
+
+// read asks for the four kinds of statistics on one connection and reads
+// the answers, bounded by maxLineBytes and maxLines each: what the server
+// says is untrusted.
+func read(rw *bufio.ReadWriter) (*Stats, error) {
 	stats, err := command(rw, "stats")
 	if err != nil {
 		return nil, err

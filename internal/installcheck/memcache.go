@@ -34,6 +34,11 @@ func SetGet(rw io.ReadWriter, key, value string) error {
 	if _, err := fmt.Sscanf(header, "VALUE %s %d %d", &gotKey, &flags, &size); err != nil || gotKey != key {
 		return fmt.Errorf("get replied %q, want VALUE %s", header, key)
 	}
+	// The size is the server's word: only the value's own is worth reading
+	// (a negative one would panic, a huge one exhaust memory).
+	if size != len(value) {
+		return fmt.Errorf("get replied %q: %d bytes, want %d", header, size, len(value))
+	}
 	data := make([]byte, size+2)
 	if _, err := io.ReadFull(r, data); err != nil {
 		return fmt.Errorf("reading get value: %w", err)
