@@ -233,6 +233,34 @@ var _ = Describe("Validating webhook", func() {
 		Expect(*stored.Spec.Port).To(Equal(int32(11211)))
 	})
 
+	It("bounds every list and map a tenant fills in the schema itself, so the bounds hold with the webhooks off", func() {
+		many := func(n, size int) map[string]string {
+			m := map[string]string{}
+			for i := range n {
+				m[fmt.Sprintf("team.example.com/k%d", i)] = strings.Repeat("v", size)
+			}
+			return m
+		}
+		tolerations := make([]corev1.Toleration, 33)
+		for i := range tolerations {
+			tolerations[i] = corev1.Toleration{Key: fmt.Sprintf("k%d", i), Operator: corev1.TolerationOpExists}
+		}
+		for field, mutate := range map[string]func(*cachev1alpha1.MemcachedSpec){
+			"spec.podLabels":      func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = many(33, 1) },
+			"spec.podAnnotations": func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = many(33, 1) },
+			"spec.tolerations":    func(s *cachev1alpha1.MemcachedSpec) { s.Tolerations = tolerations },
+			"spec.extraArgs[0]":   func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-o", strings.Repeat("modern,", 40)} },
+		} {
+			err := k8s.Create(ctx, memcachedIn(ns, mutate), client.DryRunAll)
+			Expect(invalidFields(err)).To(ContainElement(HavePrefix(strings.TrimSuffix(field, "[0]"))), field)
+			Expect(err.Error()).To(Or(ContainSubstring("must have at most"), ContainSubstring("may not be more than")), "%s: the schema's words, not the webhook's", field)
+		}
+		err := k8s.Create(ctx, memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = many(2, 1025) }), client.DryRunAll)
+		Expect(err).To(MatchError(ContainSubstring("each pod annotation's value is at most 1024 bytes")))
+		Expect(k8s.Create(ctx, memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels, s.PodAnnotations = many(32, 1), many(32, 1024) }), client.DryRunAll)).
+			To(Succeed(), "the bounds themselves are admitted")
+	})
+
 	It("bounds kubectl patch of size and warns that a pod-template change restarts pods", func() {
 		mc := memcachedIn(ns, nil)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())

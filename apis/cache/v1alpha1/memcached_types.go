@@ -113,6 +113,7 @@ type MemcachedSpec struct {
 	// the options the fields set, so a field always has the last word.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
 	ExtraArgs []string `json:"extraArgs,omitempty"`
 
@@ -128,6 +129,7 @@ type MemcachedSpec struct {
 
 	// tolerations let memcached pods run on tainted nodes.
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
@@ -173,10 +175,16 @@ type MemcachedSpec struct {
 
 	// podLabels are added to the pods' labels; they cannot override the
 	// labels the operator selects pods by.
+	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
-	// podAnnotations are added to the pods' annotations.
+	// podAnnotations are added to the pods' annotations, at most 32 of at
+	// most 1024 bytes each. Keys under kubernetes.io and k8s.io are refused
+	// but for cluster-autoscaler.kubernetes.io/safe-to-evict and
+	// kubectl.kubernetes.io/default-container and default-logs-container.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="each pod annotation's value is at most 1024 bytes"
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
