@@ -166,3 +166,71 @@ var _ = Describe("Every Memcached the admission chain accepts", func() {
 		Expect(certs).To(BeNumerically(">", n/100), "and the Certificate builder")
 	})
 })
+
+// unreachableWebhooks points every webhook of both configurations at a
+// closed loopback port until the spec ends, as if the operator were down.
+func unreachableWebhooks() {
+	GinkgoHelper()
+	dead := "https://127.0.0.1:1/down"
+	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, mwcs)).To(Succeed())
+	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, vwcs)).To(Succeed())
+	for i := range mwcs.Items {
+		m := &mwcs.Items[i]
+		before := m.DeepCopy()
+		for j := range m.Webhooks {
+			m.Webhooks[j].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &dead, CABundle: m.Webhooks[j].ClientConfig.CABundle}
+		}
+		Expect(k8s.Update(ctx, m)).To(Succeed())
+		DeferCleanup(func() { restoreWebhooks(before) })
+	}
+	for i := range vwcs.Items {
+		v := &vwcs.Items[i]
+		before := v.DeepCopy()
+		for j := range v.Webhooks {
+			v.Webhooks[j].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &dead, CABundle: v.Webhooks[j].ClientConfig.CABundle}
+		}
+		Expect(k8s.Update(ctx, v)).To(Succeed())
+		DeferCleanup(func() { restoreWebhooks(before) })
+	}
+}
+
+// restoreWebhooks puts a configuration's webhooks back as they were.
+func restoreWebhooks(before client.Object) {
+	GinkgoHelper()
+	Eventually(func() error {
+		cur := before.DeepCopyObject().(client.Object)
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(before), cur); err != nil {
+			return err
+		}
+		restored := before.DeepCopyObject().(client.Object)
+		restored.SetResourceVersion(cur.GetResourceVersion())
+		return k8s.Update(ctx, restored)
+	}).Should(Succeed())
+}
+
+var _ = Describe("What cannot break a rule", func() {
+	It("never waits on the webhooks: with them unreachable, labels, finalizers, a shrink and a delete go through, and a spec change does not", func() {
+		ns := newNamespace()
+		mc := memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](4) })
+		mc.Finalizers = []string{"example.com/hold"}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		unreachableWebhooks()
+		merge := func(patch string) error {
+			return k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(patch)))
+		}
+		Eventually(func() error { return merge(`{"spec":{"maxConnections":2048}}`) }).Should(MatchError(ContainSubstring("failed calling webhook")),
+			"a spec change waits on the webhooks, which are down")
+		Expect(merge(`{"metadata":{"labels":{"team":"a"},"annotations":{"note":"x"}}}`)).To(Succeed())
+		scale := &autoscalingv1.Scale{}
+		Expect(k8s.SubResource("scale").Get(ctx, mc, scale)).To(Succeed())
+		scale.Spec.Replicas = 2
+		Expect(k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))).To(Succeed(), "a shrink cannot pass --max-size")
+		scale.Spec.Replicas = 3
+		Expect(k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))).To(MatchError(ContainSubstring("failed calling webhook")), "growth can")
+		Expect(k8s.Delete(ctx, mc)).To(Succeed())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)))).To(Succeed(), "the finalizer of an object being deleted")
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(mc), mc)) }).Should(BeTrue())
+	})
+})

@@ -228,6 +228,18 @@ release namespace (unless watched) and webhook.excludeNamespaces are always
 left out (see excludedNamespaces), so a down operator can never block its own
 namespace or the cluster's system namespaces.
 */}}
+{{/*
+specMatchConditions send the Memcached webhooks only what can break a rule or
+needs a default: a create, or an update that changes the spec of an object
+not being deleted. A label, an annotation, a finalizer's removal or a status
+write then never waits on the webhook, nor fails while it is down.
+*/}}
+{{- define "memcached-operator.specMatchConditions" -}}
+matchConditions:
+  - name: spec-created-or-changed
+    expression: request.operation == "CREATE" || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)
+{{- end -}}
+
 {{- define "memcached-operator.webhookCommon" -}}
 {{- $v := .Values.webhook -}}
 admissionReviewVersions: ["v1"]
