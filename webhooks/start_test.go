@@ -131,7 +131,7 @@ func (m *realMemcached) starts(spec *cachev1alpha1.MemcachedSpec) (bool, string)
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		_ = <-exited
 	}()
 	deadline := time.After(5 * time.Second)
 	for {

@@ -292,3 +292,20 @@ var _ = Describe("Validating webhook", func() {
 		Expect(warnings.take()).To(ContainElement(ContainSubstring("spec.size is 0")))
 	})
 })
+
+var _ = Describe("The ServiceMonitor's interval", func() {
+	It("is at least 10s, in the schema", func() {
+		ns := newNamespace()
+		for interval, ok := range map[string]bool{"5s": false, "9s999ms": false, "10s": true, "1m": true, "0": true} {
+			err := k8s.Create(ctx, memcachedIn(ns, func(s *cachev1alpha1.MemcachedSpec) {
+				s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true)},
+					ServiceMonitor: &cachev1alpha1.ServiceMonitorSpec{Enabled: ptr.To(true), Interval: ptr.To(interval)}}
+			}), client.DryRunAll)
+			if ok {
+				Expect(err).NotTo(HaveOccurred(), interval)
+			} else {
+				Expect(err).To(MatchError(ContainSubstring("must be at least 10s")), interval)
+			}
+		}
+	})
+})

@@ -254,6 +254,12 @@ func number(s string) (float64, bool) {
 	return v, err == nil
 }
 
+// MaxSamples bounds the samples of one scrape of the exporter: the
+// ServiceMonitor's sampleLimit, above the most a memcached gives
+// (TestMostSamplesAScrapeGives), so that Prometheus refuses a scrape only
+// of something that is not this exporter.
+const MaxSamples = 4096
+
 // Handler serves the collector's metrics, with the exporter's own process
 // and Go runtime metrics, in the Prometheus exposition formats. One scrape
 // runs at a time (others get 503 at once, so a scraper that retries cannot

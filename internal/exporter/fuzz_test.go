@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -59,4 +60,35 @@ func TestMetricsDropWhatTheyCannotCarry(t *testing.T) {
 	if n := len(c.metrics(s)); n != 2 {
 		t.Fatalf("want uptime and slab 1's chunk size, got %d metrics: %v", n, got)
 	}
+}
+
+// TestMostSamplesAScrapeGives: memcached has at most 63 slab classes
+// (MAX_NUMBER_OF_SLAB_CLASSES less one); a scrape of a server with every
+// statistic in every class stays under MaxSamples, the ServiceMonitor's
+// sampleLimit, with room for the Go and process metrics.
+func TestMostSamplesAScrapeGives(t *testing.T) {
+	c := NewCollector("x", time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := &Stats{Stats: map[string]string{"version": "1.6.18"}, Settings: map[string]string{}, Slabs: map[string]map[string]string{}, SlabTotals: map[string]string{"total_malloced": "1"}}
+	for _, m := range metrics {
+		s.Stats[m.key], s.Settings[m.key] = "1", "1"
+	}
+	for _, cmd := range commands {
+		s.Stats[cmd.key] = "1"
+	}
+	for class := 1; class <= 63; class++ {
+		stats := map[string]string{}
+		for _, m := range slabMetrics {
+			stats[m.key] = "1"
+		}
+		for _, cmd := range slabCommands {
+			stats[cmd.key] = "1"
+		}
+		s.Slabs[strconv.Itoa(class)] = stats
+	}
+	n := len(c.metrics(s)) + 1 // and memcached_up
+	const runtimeMetrics = 200 // the Go collector's and the process collector's, with room
+	if n+runtimeMetrics > MaxSamples {
+		t.Fatalf("a full scrape gives %d samples, and the exporter's own ~%d: more than MaxSamples %d", n, runtimeMetrics, MaxSamples)
+	}
+	t.Logf("%d memcached samples at most, MaxSamples %d", n, MaxSamples)
 }

@@ -326,7 +326,7 @@ func TestNoRoleGrantsSecrets(t *testing.T) {
 					// create cannot be bounded by name in RBAC: the write
 					// policy, rendered with it, bounds it to that Secret.
 					named := slices.Equal(rule.ResourceNames, []string{fullname + "-webhook-certs"}) ||
-						(slices.Equal(rule.Verbs, []string{"create"}) && rendered(objs).find("ValidatingAdmissionPolicy", "", fullname+"-operator-writes") != nil)
+						(slices.Equal(rule.Verbs, []string{"create"}) && objs.find("ValidatingAdmissionPolicy", "", fullname+"-operator-writes") != nil)
 					own := o.GetKind() == "Role" && o.GetNamespace() == namespace && o.GetName() == fullname+"-webhook-certs" && named
 					if !own {
 						t.Errorf("%s %s/%s grants %v on secrets %v", o.GetKind(), o.GetNamespace(), o.GetName(), rule.Verbs, rule.ResourceNames)

@@ -395,8 +395,10 @@ type ServiceMonitorSpec struct {
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// interval between scrapes, such as 30s; empty uses Prometheus' own.
+	// interval between scrapes, such as 30s, at least 10s; empty uses
+	// Prometheus' own. Each scrape times out after 5s.
 	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:XValidation:rule="self == '' || self == '0' || duration(self) >= duration('10s')",message="must be at least 10s: the exporter opens a connection to memcached for each scrape"
 	// +optional
 	Interval *string `json:"interval,omitempty"`
 

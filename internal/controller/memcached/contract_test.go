@@ -279,7 +279,9 @@ var _ = Describe("A fleet's ServiceMonitor", func() {
 		Expect(metav1.IsControlledBy(sm, mc)).To(BeTrue())
 		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"))
 		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		Expect(endpoints).To(ConsistOf(map[string]any{"port": "metrics", "path": "/metrics", "interval": "15s"}))
+		Expect(endpoints).To(ConsistOf(map[string]any{"port": "metrics", "path": "/metrics", "interval": "15s", "scrapeTimeout": "5s"}))
+		limit, _, _ := unstructured.NestedInt64(sm.Object, "spec", "sampleLimit")
+		Expect(limit).To(Equal(int64(4096)), "a target that answers more than the exporter ever gives is not it")
 		svc := &corev1.Service{}
 		Expect(k8s.Get(ctx, key(mc), svc)).To(Succeed())
 		Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", "metrics")))

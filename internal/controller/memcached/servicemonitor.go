@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/exporter"
 	"github.com/example/memcached-operator/internal/policy"
 )
 
@@ -43,13 +44,21 @@ func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) erro
 	return nil
 }
 
+// scrapeTimeout bounds a scrape of the exporter, whose own is a second.
+const scrapeTimeout = "5s"
+
 // BuildServiceMonitor is the fleet's ServiceMonitor: it selects the fleet's
 // Service and scrapes the exporter's metrics port.
 func BuildServiceMonitor(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *unstructured.Unstructured {
 	sm := spec.Monitoring.ServiceMonitor
 	endpoint := map[string]any{"port": metricsPortName, "path": "/metrics"}
 	if iv := ptr.Deref(sm.Interval, ""); iv != "" {
+		// The interval is at least 10 s (the CRD's rule), so the timeout
+		// fits in it; without one, Prometheus' own applies to both.
 		endpoint["interval"] = iv
+		if iv != "0" {
+			endpoint["scrapeTimeout"] = scrapeTimeout
+		}
 	}
 	labels := map[string]any{}
 	for k, v := range sm.Labels {
@@ -66,5 +75,7 @@ func BuildServiceMonitor(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.Memcac
 		"selector":          map[string]any{"matchLabels": selector},
 		"namespaceSelector": map[string]any{"matchNames": []any{mc.Namespace}},
 		"endpoints":         []any{endpoint},
+		// A target that answers more than the exporter ever gives is not it.
+		"sampleLimit": int64(exporter.MaxSamples),
 	})
 }
