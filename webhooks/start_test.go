@@ -127,18 +127,18 @@ func (m *realMemcached) starts(spec *cachev1alpha1.MemcachedSpec) (bool, string)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
 	Expect(cmd.Start()).To(Succeed())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		_ = <-exited
+		<-exited
 	}()
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			exited <- err
-			return false, fmt.Sprintf("exited (%v): %s; args %q", err, strings.TrimSpace(out.String()), args)
+		case <-exited:
+			return false, fmt.Sprintf("exited (%v): %s; args %q", waitErr, strings.TrimSpace(out.String()), args)
 		case <-deadline:
 			return false, fmt.Sprintf("no answer in 5 s; args %q", args)
 		case <-time.After(10 * time.Millisecond):
