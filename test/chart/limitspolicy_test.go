@@ -1,0 +1,97 @@
+package chart_test
+
+import (
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// This suite runs no webhook server: what it refuses, the API server
+// refuses on its own, as it would with the operator down.
+var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook running", Ordered, func() {
+	const rel, ns, capped, free = "mc-limits", "mc-limits-system", "limits-capped", "limits-free"
+	fleet := func(namespace, name string, mutate func(*cachev1alpha1.MemcachedSpec)) *cachev1alpha1.Memcached {
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
+		if mutate != nil {
+			mutate(&mc.Spec)
+		}
+		return mc
+	}
+	invalid := func(part string) OmegaMatcher {
+		return And(HaveOccurred(), WithTransform(func(err error) string { return err.Error() }, And(ContainSubstring("ValidatingAdmissionPolicy"), ContainSubstring(part))))
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		for _, n := range []string{ns, capped, free} {
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+		}
+		vals := ciValues("default")
+		vals["operator"] = map[string]any{"maxSize": 8}
+		for _, obj := range renderSet(rel, ns, vals) {
+			if strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") || (obj.GetKind() == "ConfigMap" && obj.GetName() == rel+"-memcached-operator-limits") {
+				Expect(apply(ctx, k8sClient, obj)).To(Succeed(), obj.GetKind()+" "+obj.GetName())
+			}
+		}
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: "team-limits",
+			Labels: map[string]string{"memcached.cache.example.com/limits": "true"}},
+			Data: map[string]string{"maxSize": "3", "allowedImagePrefixes": "registry.example.com/, mirror.example.com/memcached:", "requireAuth": "true"}})).To(Succeed())
+		// In force once it refuses: the API server loads policies a moment after they are created.
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fleet(free, "probe", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](9) }), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("must be less than or equal to 8, the operator's --max-size"))
+	})
+
+	It("holds --max-size in every namespace, on create, patch and the scale subresource, and lets a fleet above a lowered cap shrink", func(ctx SpecContext) {
+		Expect(k8sClient.Create(ctx, fleet(free, "eight", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](8) }))).To(Succeed())
+		mc := fleet(free, "eight", nil)
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":9}}`)))).To(invalid("spec.size: Invalid value: 9"))
+		scale := &autoscalingv1.Scale{}
+		Expect(k8sClient.SubResource("scale").Get(ctx, mc, scale)).To(Succeed())
+		scale.Spec.Replicas = 12
+		Expect(k8sClient.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))).To(invalid("spec.replicas: Invalid value: 12"))
+		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`)))).To(Succeed(), "metadata is not judged")
+
+		By("a fleet stored above the cap (before it was lowered) keeps its size and may shrink, not grow")
+		big := fleet(free, "big", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](8) })
+		Expect(k8sClient.Create(ctx, big)).To(Succeed())
+		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rel + "-memcached-operator-limits"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"4"}}`)))).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":9}}`)), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("less than or equal to 4"))
+		Expect(k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed(), "an edit that keeps the size")
+		Expect(k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":6}}`)))).To(Succeed(), "a shrink still above the cap")
+		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rel + "-memcached-operator-limits"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"8"}}`)))).To(Succeed())
+	})
+
+	It("holds a namespace's own caps: a lower size, image registries, auth required", func(ctx SpecContext) {
+		auth := func(s *cachev1alpha1.MemcachedSpec) {
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
+		}
+		Expect(k8sClient.Create(ctx, fleet(capped, "four", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Size = ptr.To[int32](4) }), client.DryRunAll)).
+			To(invalid("must be less than or equal to 3, the limit of ConfigMap team-limits of this namespace"))
+		Expect(k8sClient.Create(ctx, fleet(capped, "docker", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
+			To(invalid("is not from an allowed registry"))
+		Expect(k8sClient.Create(ctx, fleet(capped, "lookalike", func(s *cachev1alpha1.MemcachedSpec) {
+			auth(s)
+			s.Image = ptr.To("registry.example.com.evil.io/memcached:1.6")
+		}), client.DryRunAll)).To(invalid("is not from an allowed registry"), "a prefix ends at its slash")
+		Expect(k8sClient.Create(ctx, fleet(capped, "open", nil), client.DryRunAll)).To(invalid("requires spec.auth"))
+		Expect(k8sClient.Create(ctx, fleet(capped, "ok", func(s *cachev1alpha1.MemcachedSpec) {
+			auth(s)
+			s.Image = ptr.To("mirror.example.com/memcached:1.6.18")
+		}), client.DryRunAll)).To(Succeed())
+		Expect(k8sClient.Create(ctx, fleet(free, "open", func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
+			To(Succeed(), "another namespace's caps are not this one's")
+	})
+})
