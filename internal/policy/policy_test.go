@@ -240,6 +240,10 @@ func TestValidateCreate(t *testing.T) {
 		{name: "fewer connections than memcached needs for its threads", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.Threads, s.MaxConnections = ptr.To[int32](16), ptr.To[int32](95)
 		}, errPaths: []string{"spec.maxConnections"}},
+		{name: "fewer connections than the threads derived from the CPU limit need", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.MaxConnections = ptr.To[int32](100)
+			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		}, errPaths: []string{"spec.maxConnections"}},
 		{name: "just enough connections", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.Threads, s.MaxConnections = ptr.To[int32](16), ptr.To[int32](96)
 		}},

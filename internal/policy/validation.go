@@ -167,7 +167,7 @@ func validateConnections(path *field.Path, spec *cachev1alpha1.MemcachedSpec) fi
 	if spec.MaxConnections == nil {
 		return nil
 	}
-	threads := ptr.Deref(spec.Threads, DefaultThreads)
+	threads := ptr.Deref(spec.Threads, derivedThreads(spec.Resources))
 	if least := 5*threads + 16; *spec.MaxConnections < least {
 		return field.ErrorList{field.Invalid(path.Child("maxConnections"), *spec.MaxConnections,
 			fmt.Sprintf("must be at least %d with %d threads (5 × threads + 16): memcached needs those descriptors itself and refuses to start otherwise", least, threads))}

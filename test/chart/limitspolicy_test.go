@@ -91,7 +91,19 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 			auth(s)
 			s.Image = ptr.To("mirror.example.com/memcached:1.6.18")
 		}), client.DryRunAll)).To(Succeed())
+		Expect(k8sClient.Create(ctx, fleet(capped, "default-image", auth), client.DryRunAll)).To(Succeed(), "an unset image is not judged")
 		Expect(k8sClient.Create(ctx, fleet(free, "open", func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
 			To(Succeed(), "another namespace's caps are not this one's")
+	})
+
+	It("refuses every write in a namespace whose maxSize is no number, until it is fixed", func(ctx SpecContext) {
+		const broken = "limits-broken"
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: broken, Name: "limits",
+			Labels: map[string]string{"memcached.cache.example.com/limits": "true"}}, Data: map[string]string{"maxSize": "lots"}})).To(Succeed())
+		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).Should(invalid("resulted in error"))
+		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: broken, Name: "limits"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"5"}}`)))).To(Succeed())
+		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).Should(Succeed())
 	})
 })

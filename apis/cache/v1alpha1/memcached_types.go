@@ -76,7 +76,8 @@ type MemcachedSpec struct {
 	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
 
 	// maxConnections is the maximum number of simultaneous connections (-c),
-	// at least 5 × threads + 16 (memcached's own descriptors). memcached sets
+	// at least 5 × threads + 16 (memcached's own descriptors; the threads
+	// derived from the CPU limit when threads is unset). memcached sets
 	// its open-file limit to it at start and exits when the container's hard
 	// limit, which the node's container runtime sets, is lower.
 	// +kubebuilder:validation:Minimum=1
@@ -93,7 +94,8 @@ type MemcachedSpec struct {
 	Threads *int32 `json:"threads,omitempty"`
 
 	// maxItemSize is the largest item memcached stores (-I), in memcached's
-	// notation: bytes, or a number followed by k or m, between 1k and 1024m.
+	// notation: bytes, or a number followed by k or m, a multiple of 512k
+	// (memcached's slab chunk) up to 1024m.
 	// +kubebuilder:validation:Pattern=`^[0-9]+[kKmM]?$`
 	// +optional
 	MaxItemSize *string `json:"maxItemSize,omitempty"`
