@@ -176,23 +176,29 @@ func unreachableWebhooks() {
 	Expect(k8s.List(ctx, mwcs)).To(Succeed())
 	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
 	Expect(k8s.List(ctx, vwcs)).To(Succeed())
-	for i := range mwcs.Items {
-		m := &mwcs.Items[i]
-		before := m.DeepCopy()
-		for j := range m.Webhooks {
-			m.Webhooks[j].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &dead, CABundle: m.Webhooks[j].ClientConfig.CABundle}
+	// down points each of obj's webhooks (configs) at the closed port, and
+	// puts obj back as it was when the spec ends.
+	down := func(obj client.Object, configs []*admissionregistrationv1.WebhookClientConfig) {
+		before := obj.DeepCopyObject().(client.Object)
+		for _, c := range configs {
+			*c = admissionregistrationv1.WebhookClientConfig{URL: &dead, CABundle: c.CABundle}
 		}
-		Expect(k8s.Update(ctx, m)).To(Succeed())
+		Expect(k8s.Update(ctx, obj)).To(Succeed())
 		DeferCleanup(func() { restoreWebhooks(before) })
 	}
-	for i := range vwcs.Items {
-		v := &vwcs.Items[i]
-		before := v.DeepCopy()
-		for j := range v.Webhooks {
-			v.Webhooks[j].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &dead, CABundle: v.Webhooks[j].ClientConfig.CABundle}
+	for i := range mwcs.Items {
+		var configs []*admissionregistrationv1.WebhookClientConfig
+		for j := range mwcs.Items[i].Webhooks {
+			configs = append(configs, &mwcs.Items[i].Webhooks[j].ClientConfig)
 		}
-		Expect(k8s.Update(ctx, v)).To(Succeed())
-		DeferCleanup(func() { restoreWebhooks(before) })
+		down(&mwcs.Items[i], configs)
+	}
+	for i := range vwcs.Items {
+		var configs []*admissionregistrationv1.WebhookClientConfig
+		for j := range vwcs.Items[i].Webhooks {
+			configs = append(configs, &vwcs.Items[i].Webhooks[j].ClientConfig)
+		}
+		down(&vwcs.Items[i], configs)
 	}
 }
 

@@ -25,6 +25,13 @@ func pod(name, message string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+// stripped is p as the pod cache keeps it.
+func stripped(g Gomega, p *corev1.Pod) *corev1.Pod {
+	out, err := placementOnly(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	return out.(*corev1.Pod)
+}
+
 func TestUnschedulable(t *testing.T) {
 	g := NewWithT(t)
 	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
@@ -40,11 +47,7 @@ func TestUnschedulable(t *testing.T) {
 // and the event filter passes only changes of schedulability and scale-down marks.
 func TestPlacementOnly(t *testing.T) {
 	g := NewWithT(t)
-	strip := func(p *corev1.Pod) *corev1.Pod {
-		out, err := placementOnly(p)
-		g.Expect(err).NotTo(HaveOccurred())
-		return out.(*corev1.Pod)
-	}
+	strip := func(p *corev1.Pod) *corev1.Pod { return stripped(g, p) }
 	waiting := strip(pod("a", "0/3 nodes are available"))
 	g.Expect(waiting.Labels).To(HaveKeyWithValue(LabelInstance, "cache"))
 	g.Expect(waiting.Spec.Containers).To(BeEmpty())
@@ -81,11 +84,7 @@ func TestPlacementOnly(t *testing.T) {
 // its coming and going are events.
 func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
 	g := NewWithT(t)
-	strip := func(p *corev1.Pod) *corev1.Pod {
-		out, err := placementOnly(p)
-		g.Expect(err).NotTo(HaveOccurred())
-		return out.(*corev1.Pod)
-	}
+	strip := func(p *corev1.Pod) *corev1.Pod { return stripped(g, p) }
 	check := func(state corev1.ContainerState) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Status.Conditions = nil
