@@ -227,10 +227,7 @@ func TestMissingFileAtStartFails(t *testing.T) {
 // the auth file, the new password is accepted and the old one refused, and
 // the process, with its cache, is the same.
 func TestRotatesRealMemcached(t *testing.T) {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
+	bin := memcachedBinary(t)
 	g := NewWithT(t)
 	dir := t.TempDir()
 	// memcached drops to nobody when the tests run as root: it must read the file.

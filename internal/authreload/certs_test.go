@@ -128,10 +128,7 @@ func freePort(t *testing.T) string {
 // (logged in when memcached has an auth file), and a new TLS connection is
 // served the new certificate. The old connections and the cache stay.
 func TestRefreshesRealMemcachedCertificate(t *testing.T) {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
+	bin := memcachedBinary(t)
 	for _, withAuth := range []bool{false, true} {
 		t.Run("auth="+strconv.FormatBool(withAuth), func(t *testing.T) {
 			g := NewWithT(t)

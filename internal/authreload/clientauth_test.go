@@ -45,10 +45,7 @@ func (ca *testCA) clientCert(t *testing.T, name string) tls.Certificate {
 // Request (1) admits one without a certificate but refuses one from
 // another CA, and None (0) asks for nothing.
 func TestClientAuthModes(t *testing.T) {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
+	bin := memcachedBinary(t)
 	ca, other := newTestCA(t), newTestCA(t)
 	const name = testServerName
 	for _, tt := range []struct {
