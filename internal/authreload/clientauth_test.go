@@ -23,6 +23,19 @@ import (
 // clientCert is a client certificate for name signed by ca.
 func (ca *testCA) clientCert(t *testing.T, name string) tls.Certificate {
 	t.Helper()
+	return ca.cert2(t, name, x509.ExtKeyUsageClientAuth)
+}
+
+// fleetCert is a fleet's own certificate from ca, as the operator asks
+// cert-manager for it: server auth only. Another tenant's fleet behind the
+// same ClusterIssuer holds one of these.
+func (ca *testCA) fleetCert(t *testing.T, name string) tls.Certificate {
+	t.Helper()
+	return ca.cert2(t, name, x509.ExtKeyUsageServerAuth)
+}
+
+func (ca *testCA) cert2(t *testing.T, name string, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +43,7 @@ func (ca *testCA) clientCert(t *testing.T, name string) tls.Certificate {
 	tpl := &x509.Certificate{
 		SerialNumber: big.NewInt(77), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -43,18 +56,19 @@ func (ca *testCA) clientCert(t *testing.T, name string) tls.Certificate {
 // ssl_verify_mode against the real memcached: Require (2) refuses a client
 // without a certificate of the CA in ssl_ca_cert (the Secret's ca.crt),
 // Request (1) admits one without a certificate but refuses one from
-// another CA, and None (0) asks for nothing.
+// another CA, and None (0) asks for nothing. A fleet's own certificate,
+// which is for server auth only, logs in to no other fleet of its CA.
 func TestClientAuthModes(t *testing.T) {
 	bin := memcachedBinary(t)
 	ca, other := newTestCA(t), newTestCA(t)
 	const name = testServerName
 	for _, tt := range []struct {
-		mode                int
-		bare, ours, foreign bool // whether each client is served
+		mode                         int
+		bare, ours, foreign, sibling bool // whether each client is served
 	}{
-		{mode: 0, bare: true, ours: true, foreign: true},
-		{mode: 1, bare: true, ours: true, foreign: false},
-		{mode: 2, bare: false, ours: true, foreign: false},
+		{mode: 0, bare: true, ours: true, foreign: true, sibling: true},
+		{mode: 1, bare: true, ours: true, foreign: false, sibling: false},
+		{mode: 2, bare: false, ours: true, foreign: false, sibling: false},
 	} {
 		t.Run("ssl_verify_mode="+strconv.Itoa(tt.mode), func(t *testing.T) {
 			g := NewWithT(t)
@@ -97,6 +111,7 @@ func TestClientAuthModes(t *testing.T) {
 			g.Eventually(func() bool { return served(ca.clientCert(t, "app")) }).Should(BeTrue(), "memcached up, serving a client of its CA")
 			g.Expect(served()).To(Equal(tt.bare), "a client without a certificate")
 			g.Expect(served(other.clientCert(t, "intruder"))).To(Equal(tt.foreign), "a client with another CA's certificate")
+			g.Expect(served(ca.fleetCert(t, "tenant-b"))).To(Equal(tt.sibling), "another fleet's certificate from the same CA, a shared ClusterIssuer's")
 		})
 	}
 }

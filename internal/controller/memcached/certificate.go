@@ -115,9 +115,10 @@ func BuildCertificate(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.Memcached
 		"commonName":     mc.Name + "." + mc.Namespace + ".svc",
 		"dnsNames":       tlsDNSNames(mc.Name, mc.Namespace),
 		// An ECDSA key signs the handshake; it enciphers nothing, so no key
-		// encipherment. Client auth lets the same pair serve as a client
-		// certificate of the fleet's own CA (clientAuth).
-		"usages":     []any{"server auth", "client auth", "digital signature"},
+		// encipherment. Server auth only: with a ClusterIssuer shared by
+		// tenants, a fleet's certificate must log in to no other fleet that
+		// requires client certificates of that CA.
+		"usages":     []any{"server auth", "digital signature"},
 		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
 		"issuerRef": map[string]any{
 			"name": ref.Name, "kind": ptr.Deref(ref.Kind, policy.IssuerKind), "group": ptr.Deref(ref.Group, policy.CertManagerGroup),

@@ -41,7 +41,7 @@ func TestBuildCertificate(t *testing.T) {
 	spec0 := c.Object["spec"].(map[string]any)
 	g.Expect(spec0["secretName"]).To(Equal("cache-tls"))
 	g.Expect(spec0["dnsNames"]).To(ConsistOf("cache", "cache.ns", "cache.ns.svc", "cache.ns.svc.cluster.local", "*.cache.ns.svc", "*.cache.ns.svc.cluster.local"))
-	g.Expect(spec0["usages"]).To(ConsistOf("server auth", "client auth", "digital signature"))
+	g.Expect(spec0["usages"]).To(ConsistOf("server auth", "digital signature"), "no client auth: a fleet's certificate logs in to no other fleet of a shared issuer")
 	g.Expect(spec0["issuerRef"]).To(Equal(map[string]any{"name": "ca", "kind": "Issuer", "group": "cert-manager.io"}))
 	g.Expect(spec0["privateKey"]).To(HaveKeyWithValue("rotationPolicy", "Always"))
 
