@@ -99,19 +99,17 @@ func (c *Checker) DryRunValid(ctx context.Context) error {
 	return nil
 }
 
-// InvalidSpec is a spec that passes the CRD schema and that only the
-// validating webhook refuses, so a rejection proves the webhook is called.
-func InvalidSpec(maxSize int32) (spec map[string]any, reason string) {
-	if maxSize < cachev1alpha1.SizeSchemaMaximum {
-		return map[string]any{"size": int64(maxSize) + 1}, fmt.Sprintf("size %d above --max-size %d", maxSize+1, maxSize)
-	}
-	// Sizes above 1000 never reach the webhook: the schema caps them first.
-	return map[string]any{"extraArgs": []any{"-p", "1"}}, "extraArgs setting -p, which spec.port owns"
+// InvalidSpec is a spec that passes the CRD schema and the chart's
+// admission policies and that only the validating webhook refuses, so a
+// rejection proves the webhook is called. (A size above --max-size would
+// not do: the limits policy refuses it first.)
+func InvalidSpec() (spec map[string]any, reason string) {
+	return map[string]any{"size": int64(1), "extraArgs": []any{"-p", "1"}}, "extraArgs setting -p, which spec.port owns"
 }
 
 // DryRunInvalid requires the validating webhook to reject an invalid Memcached.
 func (c *Checker) DryRunInvalid(ctx context.Context) error {
-	spec, reason := InvalidSpec(c.Config.MaxSize)
+	spec, reason := InvalidSpec()
 	mc := c.memcached(c.Config.Name+"-invalid", spec)
 	err := c.Client.Create(ctx, mc, client.DryRunAll)
 	if err == nil {

@@ -136,12 +136,9 @@ func TestInvalidRejectedOnlyByWebhook(t *testing.T) {
 
 func TestInvalidSpec(t *testing.T) {
 	g := NewWithT(t)
-	spec, reason := InvalidSpec(100)
-	g.Expect(spec).To(Equal(map[string]any{"size": int64(101)}))
-	g.Expect(reason).To(ContainSubstring("--max-size 100"))
-	// At the schema's own cap no size reaches the webhook, so another rule is used.
-	spec, _ = InvalidSpec(1000)
-	g.Expect(spec).To(HaveKey("extraArgs"))
+	spec, reason := InvalidSpec()
+	g.Expect(spec).To(HaveKeyWithValue("extraArgs", []any{"-p", "1"}), "a rule only the webhook holds")
+	g.Expect(reason).To(ContainSubstring("spec.port"))
 }
 
 // fakeMemcached serves set and get of one key like memcached's text protocol.

@@ -8,11 +8,13 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/installcheck"
 )
 
 // This suite runs no webhook server: what it refuses, the API server
@@ -94,6 +96,14 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		Expect(k8sClient.Create(ctx, fleet(capped, "default-image", auth), client.DryRunAll)).To(Succeed(), "an unset image is not judged")
 		Expect(k8sClient.Create(ctx, fleet(free, "open", func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
 			To(Succeed(), "another namespace's caps are not this one's")
+	})
+
+	It("admits the helm test's invalid spec, which only the validating webhook may refuse", func(ctx SpecContext) {
+		spec, _ := installcheck.InvalidSpec()
+		mc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cachev1alpha1.GroupVersion.String(), "kind": "Memcached",
+			"metadata": map[string]any{"namespace": capped, "name": "helm-test-invalid"}, "spec": spec}}
+		Expect(unstructured.SetNestedField(mc.Object, map[string]any{"secretRef": map[string]any{"name": "users"}}, "spec", "auth")).To(Succeed())
+		Expect(k8sClient.Create(ctx, mc, client.DryRunAll)).To(Succeed(), "the schema and the policies let it through, so a refusal in helm test is the webhook's")
 	})
 
 	It("refuses every write in a namespace whose maxSize is no number, until it is fixed", func(ctx SpecContext) {

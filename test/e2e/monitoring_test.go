@@ -184,7 +184,7 @@ var _ = Describe("monitoring with a real Prometheus", Ordered, Label("monitoring
 
 	It("scrapes every pod of a monitored fleet through its ServiceMonitor: memcached_up 1 from the first scrape, sets counted", func() {
 		name := "monitored"
-		mustRun(kubectlApply(monitoredFleet(ns, name, "    serviceMonitor: {enabled: true, interval: 5s}\n")))
+		mustRun(kubectlApply(monitoredFleet(ns, name, "    serviceMonitor: {enabled: true, interval: 10s}\n")))
 		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=3m"))
 		readyAt := time.Now()
 		Expect(mustRun(kubectl("get", "memcached", name, "-n", ns, "-o",
