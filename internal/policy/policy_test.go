@@ -257,6 +257,13 @@ func TestValidateCreate(t *testing.T) {
 			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To[int32](9150)}
 		}, errPaths: []string{"spec.port", "spec.tls.plaintextPort", "spec.tls.plaintextPort"}},
 		{name: "port 9150 without the exporter", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.Port = ptr.To[int32](9150) }},
+		{name: "a spec larger than 64 KiB as JSON, through affinity terms the schema cannot bound", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			term := corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": strings.Repeat("a", 63)}}}
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+			for range 1000 {
+				s.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(s.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
+			}
+		}, errPaths: []string{"spec"}},
 		{name: "allowed extra args", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.ExtraArgs = []string{"-o", "modern,maxconns_fast", "--disable-cas", "-MF", "-R20", "--listen-backlog", "512", "-B", "ascii", "--slab-g=1.1"}
 		}},

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -156,7 +157,23 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
 	errs = append(errs, validateAuth(path.Child("auth"), spec.Auth)...)
 	errs = append(errs, validateTLS(path.Child("tls"), spec)...)
-	return append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+	errs = append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+	return append(errs, validateSpecSize(path, spec)...)
+}
+
+// MaxSpecBytes bounds a fleet's spec, encoded as JSON: the schema caps its
+// lists and maps, but not those nested in Kubernetes' own types (affinity
+// terms, selectors), and every fleet is held whole in the operator's cache
+// and judged by the webhook.
+const MaxSpecBytes = 64 << 10
+
+func validateSpecSize(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	raw, err := json.Marshal(spec)
+	if err != nil || len(raw) <= MaxSpecBytes {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, fmt.Sprintf("%d bytes", len(raw)),
+		fmt.Sprintf("the spec is %d bytes as JSON, more than %d: trim affinity terms, selectors or lists", len(raw), MaxSpecBytes))}
 }
 
 // validateConnections keeps -c above what memcached needs for itself: it
