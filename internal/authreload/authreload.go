@@ -71,6 +71,15 @@ func (r *Reloader) Run(ctx context.Context) error {
 			last, due, reason = cur, true, "changed"
 		}
 		if due {
+			if err := CheckAuthFile(r.File); err != nil {
+				// memcached would read it differently from what it says
+				// (or exit on its next start): it keeps the credentials it
+				// has, and the log says why, until the file changes again.
+				r.Log.Error("The auth file is not one memcached accepts; memcached keeps its current credentials until it is fixed", "file", r.File, "sha256", short(last), "error", err.Error())
+				due = false
+			}
+		}
+		if due {
 			switch pids, err := r.SignalAll(); {
 			case err != nil && err.Error() != lastErr:
 				// Logged once per distinct failure: at start memcached may

@@ -2,6 +2,7 @@ package authreload
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -215,6 +217,48 @@ func TestRetriesUntilSignalled(t *testing.T) {
 	g.Consistently(sent, 200*time.Millisecond).ShouldNot(Receive(), "delivered once")
 	swap(t, file, "a:3\n")
 	g.Eventually(sent).Should(Receive(Equal(33)))
+}
+
+// TestRefusesAFileMemcachedWouldMisread: a file past memcached's limits (or
+// that it would refuse) is not reloaded, and the log says so; memcached keeps
+// the credentials it has until the file is fixed.
+func TestRefusesAFileMemcachedWouldMisread(t *testing.T) {
+	g := NewWithT(t)
+	file := filepath.Join(t.TempDir(), "auth-file")
+	swap(t, file, "a:1\n")
+	proc := fakeProc(t, nil)
+	addProc(t, proc, 33, "memcached", "SigCgt:\t"+catchesHUP+"\n")
+	sent := make(chan int, 8)
+	var logs syncBuffer
+	r := &Reloader{File: file, ProcDir: proc, Comm: "memcached", Signal: syscall.SIGHUP, Interval: 20 * time.Millisecond,
+		Log:  slog.New(slog.NewTextHandler(&logs, nil)),
+		kill: func(pid int, _ syscall.Signal) error { sent <- pid; return nil }}
+	start(t, r)
+	g.Eventually(sent).Should(Receive(Equal(33)), "the signal at start")
+	swap(t, file, strings.Repeat("u:p\n", MaxAuthEntries+1))
+	g.Eventually(logs.String).Should(ContainSubstring("memcached keeps its current credentials"))
+	g.Expect(logs.String()).To(ContainSubstring("more than 8 entries"))
+	g.Consistently(sent, 200*time.Millisecond).ShouldNot(Receive(), "not reloaded")
+	swap(t, file, "a:2\n")
+	g.Eventually(sent).Should(Receive(Equal(33)), "a fixed file is")
+}
+
+// syncBuffer is a log sink safe to read while the reloader writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestMissingFileAtStartFails(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -22,7 +23,8 @@ func TestCheckAuth(t *testing.T) {
 		in, refused string
 	}{
 		{in: "app:secret\n"},
-		{in: "app:secret"},
+		{in: "app:secret", refused: "does not end with a newline"},
+		{in: ":secret\n", refused: "no user name"},
 		{in: "a:1\nb:2\n"},
 		{in: "a:pass:with:colons\n"},
 		{in: "", refused: "empty"},
@@ -31,7 +33,13 @@ func TestCheckAuth(t *testing.T) {
 		{in: "a:1\n\n", refused: "line 2 is empty"},
 		{in: "nocolon\n", refused: "no ':'"},
 		{in: "a:1\r\nb:2\r\n", refused: "carriage return"},
-		{in: "a:", refused: "no password"},
+		{in: "a:", refused: "does not end with a newline"},
+		{in: "a:\n", refused: "no password"},
+		{in: strings.Repeat("u:p\n", MaxAuthEntries+1), refused: "more than 8 entries"},
+		{in: "u:" + strings.Repeat("p", MaxAuthLine-1) + "\n", refused: "ignores lines longer than 255"},
+		{in: "u:" + strings.Repeat("p", MaxAuthLine-2) + "\n"},
+		{in: "a b:c\n", refused: "has a space"},
+		{in: "a:b c\n", refused: "has a space"},
 	} {
 		err := checkAuth([]byte(tt.in))
 		if tt.refused == "" {
@@ -72,8 +80,9 @@ func memcachedBinary(t *testing.T) string {
 }
 
 // memcachedStarts reports whether the real memcached starts with raw as its
-// auth file: it listens (true) or exits (false).
-func memcachedStarts(t *testing.T, bin string, raw []byte) bool {
+// auth file (it listens, or exits), and, when it does, the first of the
+// file's entries that cannot log in ("" when every one can).
+func memcachedStarts(t *testing.T, bin string, raw []byte) (bool, string) {
 	t.Helper()
 	dir := t.TempDir()
 	// memcached drops to nobody when the tests run as root: it must read the file.
@@ -107,40 +116,100 @@ func memcachedStarts(t *testing.T, bin string, raw []byte) bool {
 	for {
 		select {
 		case <-exited:
-			return false
+			return false, ""
 		case <-deadline:
 			t.Fatalf("memcached with auth file %q neither listened nor exited in 5s", raw)
 		case <-time.After(5 * time.Millisecond):
 		}
 		if conn, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			_ = conn.Close()
-			return true
+			break
 		}
 	}
+	for line := range bytes.Lines(raw) {
+		user, pass, _ := strings.Cut(strings.TrimSuffix(string(line), "\n"), ":")
+		if !logsIn(t, "127.0.0.1:"+port, user, pass) {
+			return true, string(line)
+		}
+	}
+	return true, ""
+}
+
+// logsIn tells whether memcached at addr takes user and pass.
+func logsIn(t *testing.T, addr, user, pass string) bool {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	token := user + " " + pass
+	if _, err := fmt.Fprintf(conn, "set auth 0 0 %d\r\n%s\r\n", len(token), token); err != nil {
+		return false
+	}
+	answer, _ := bufio.NewReader(conn).ReadString('\n')
+	return answer == "STORED\r\n"
 }
 
 // TestCheckedAuthFileStartsRealMemcached: every auth file the check lets
-// through starts the real memcached, for the table's files and for
-// generated ones over the characters memcached's parser cares about.
+// through starts the real memcached and each of its entries logs in, for the
+// table's files and for generated ones over the characters memcached's
+// parser cares about, past its limits of entries and line length too.
 func TestCheckedAuthFileStartsRealMemcached(t *testing.T) {
 	bin := memcachedBinary(t)
-	files := []string{"app:secret\n", "app:secret", "a:1\nb:2\n", "a:x:y\n", "a:1\r\n", "a:1\n\n", "\n", "a:", ":"}
+	nine := ""
+	for i := range MaxAuthEntries + 1 {
+		nine += fmt.Sprintf("user%d:pass%d\n", i, i)
+	}
+	files := []string{"app:secret\n", "app:secret", "a:1\nb:2\n", "a:x:y\n", "a:1\r\n", "a:1\n\n", "\n", "a:", ":",
+		nine, "u:" + strings.Repeat("p", MaxAuthLine-2) + "\n", "u:" + strings.Repeat("p", MaxAuthLine-1) + "\n", "a b:c\n", "a:b c\n"}
 	rng := rand.New(rand.NewPCG(26, 1))
-	const alphabet = "up:\n\r "
-	for range 150 {
-		b := make([]byte, rng.IntN(9))
+	// Files made of user:password lines, now and then with what breaks
+	// one: a carriage return, a space, an empty line or user, a missing
+	// newline, too many lines, a long line.
+	word := func(n int) string {
+		b := make([]byte, n)
 		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
+			b[i] = "upUP09:-"[rng.IntN(8)]
 		}
-		files = append(files, string(b))
+		return string(b)
+	}
+	for range 200 {
+		var f strings.Builder
+		for range 1 + rng.IntN(10) {
+			line := word(1+rng.IntN(3)) + ":" + word(1+rng.IntN(5))
+			switch rng.IntN(16) {
+			case 4:
+				line = word(2) + ":"
+			case 5:
+				line = ":" + word(2)
+			case 0:
+				line += "\r"
+			case 1:
+				line = " " + line
+			case 2:
+				line = ""
+			case 3:
+				line += strings.Repeat("p", 250)
+			}
+			f.WriteString(line + "\n")
+		}
+		out := f.String()
+		if rng.IntN(8) == 0 {
+			out = strings.TrimSuffix(out, "\n")
+		}
+		files = append(files, out)
 	}
 	passed, refusedByBoth, stricter := 0, 0, 0
 	for _, f := range files {
 		checked := checkAuth([]byte(f)) == nil
-		starts := memcachedStarts(t, bin, []byte(f))
+		starts, locked := memcachedStarts(t, bin, []byte(f))
 		switch {
 		case checked && !starts:
 			t.Errorf("the check passes %q, which memcached refuses", f)
+		case checked && locked != "":
+			t.Errorf("the check passes %q, whose entry %q cannot log in", f, locked)
 		case checked:
 			passed++
 		case starts:
@@ -149,7 +218,10 @@ func TestCheckedAuthFileStartsRealMemcached(t *testing.T) {
 			refusedByBoth++
 		}
 	}
-	t.Logf("%d files: %d passed and started, %d refused by both, %d refused by the check only", len(files), passed, refusedByBoth, stricter)
+	t.Logf("%d files: %d passed, started and logged in with every entry, %d refused by both, %d refused by the check only", len(files), passed, refusedByBoth, stricter)
+	if passed < 20 {
+		t.Errorf("only %d files passed the check: the generator must exercise the accepting side", passed)
+	}
 }
 
 // FuzzRefreshAnswer: whatever memcached answers to refresh_certs, the
