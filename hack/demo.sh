@@ -70,7 +70,7 @@ done_step
 if [[ ${WITH_MONITORING:-0} == 1 ]]; then
   step "Monitoring (MONITORING=1): the exporter sidecar and a ServiceMonitor; Prometheus scrapes every pod"
   show "$KUBECTL" patch -n "$APPS" memcached memcached-sample --type=merge \
-    -p '{"spec":{"monitoring":{"exporter":{"enabled":true},"serviceMonitor":{"enabled":true,"interval":"5s"}}}}'
+    -p '{"spec":{"monitoring":{"exporter":{"enabled":true},"serviceMonitor":{"enabled":true,"interval":"10s"}}}}'
   show "$KUBECTL" wait -n "$APPS" --for=condition=Ready memcached/memcached-sample --timeout=3m
   query=/api/v1/namespaces/monitoring/services/prometheus-operated:9090/proxy/api/v1/query
   printf 'waiting for Prometheus to scrape the exporters'
