@@ -28,6 +28,7 @@ import (
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/exporter"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/memcachedbin"
 )
 
 // realMemcached starts Debian's memcached, the image's, with the command
@@ -51,13 +52,7 @@ type realMemcached struct {
 // certificate, key and CA.
 func newRealMemcached() *realMemcached {
 	GinkgoHelper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			Fail("memcached is not installed: make cluster-deps installs it")
-		}
-		Skip("memcached is not installed (make cluster-deps installs it)")
-	}
+	bin := memcachedbin.Path(GinkgoT())
 	dir := GinkgoT().TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		Expect(os.Chmod(d, 0o755)).To(Succeed())

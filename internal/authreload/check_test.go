@@ -16,6 +16,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/example/memcached-operator/test/memcachedbin"
 )
 
 func TestCheckAuth(t *testing.T) {
@@ -67,17 +69,7 @@ func FuzzCheckAuth(f *testing.F) {
 
 // memcachedBinary is Debian's memcached, the image's; a test that needs it
 // fails in CI (CI=true) rather than skip.
-func memcachedBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("memcached is not installed: make cluster-deps installs it")
-		}
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
-	return bin
-}
+func memcachedBinary(t *testing.T) string { return memcachedbin.Path(t) }
 
 // memcachedStarts reports whether the real memcached starts with raw as its
 // auth file (it listens, or exits), and, when it does, the first of the

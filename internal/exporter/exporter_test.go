@@ -21,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/example/memcached-operator/internal/exporter"
+	"github.com/example/memcached-operator/test/memcachedbin"
 )
 
 // fakeServer listens on loopback and answers each connection with answer.
@@ -248,13 +249,7 @@ func TestRealMemcached(t *testing.T) {
 // accepts connections.
 func startMemcached(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("memcached is not installed: make cluster-deps installs it")
-		}
-		t.Skip("memcached is not installed (make cluster-deps installs it)")
-	}
+	bin := memcachedbin.Path(t)
 	g := NewWithT(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
