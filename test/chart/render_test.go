@@ -21,6 +21,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -369,7 +370,20 @@ func TestDefaultValues(t *testing.T) {
 	g.Expect(role.Rules).To(Equal(generatedRules(t)), "the operator's rules are the kubebuilder markers'")
 	crb := get[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", fullname)
 	g.Expect(crb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname}))
-	g.Expect(r.kinds()).NotTo(HaveKey("PodDisruptionBudget"), "a budget over one pod would block every drain")
+	// Two replicas, on different nodes where the cluster has them, and a
+	// budget that lets a drain evict only one: admission never waits on a
+	// restarting operator.
+	dep := get[appsv1.Deployment](t, r, "Deployment", namespace, fullname)
+	g.Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
+	g.Expect(dep.Spec.Template.Spec.Affinity).To(Equal(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: dep.Spec.Selector.MatchLabels},
+		}}},
+	}}))
+	pdb := get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", namespace, fullname)
+	g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+	g.Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(operatorContainer(t, r).Args).To(ContainElement("--leader-elect=true"))
 	g.Expect(r.kinds()).NotTo(HaveKey("Secret"), "cert-manager writes the certificate Secret")
 	g.Expect(r.kinds()).NotTo(HaveKey("NetworkPolicy"))
 	g.Expect(r.kinds()).NotTo(HaveKey("ServiceMonitor"))
@@ -615,7 +629,7 @@ func TestValues(t *testing.T) {
 		},
 	}, {
 		name:   "leader election off with one replica",
-		values: "operator: {leaderElection: {enabled: false}}",
+		values: "replicaCount: 1\noperator: {leaderElection: {enabled: false}}",
 		check: func(g Gomega, r rendered) {
 			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
 			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--leader-elect=false"))
@@ -715,6 +729,44 @@ func TestValues(t *testing.T) {
 			g.Expect(dep.Spec.Template.Spec.ServiceAccountName).To(Equal("mine"))
 		},
 	}, {
+		name:   "one replica: no budget, which would block every drain",
+		values: "replicaCount: 1",
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.kinds()).NotTo(HaveKey("PodDisruptionBudget"))
+		},
+	}, {
+		name:   "hard anti-affinity",
+		values: "podAntiAffinity: hard",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+			g.Expect(dep.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(ConsistOf(corev1.PodAffinityTerm{
+				TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: dep.Spec.Selector.MatchLabels},
+			}))
+		},
+	}, {
+		name:   "no anti-affinity",
+		values: "podAntiAffinity: none",
+		check: func(g Gomega, r rendered) {
+			g.Expect(objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname)).Spec.Template.Spec.Affinity).To(BeNil())
+		},
+	}, {
+		name:   "a user's affinity is kept, its own podAntiAffinity wins",
+		values: "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [system]}]}]}}, podAntiAffinity: {}}",
+		check: func(g Gomega, r rendered) {
+			aff := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname)).Spec.Template.Spec.Affinity
+			g.Expect(aff.NodeAffinity).NotTo(BeNil())
+			g.Expect(aff.PodAntiAffinity).To(Equal(&corev1.PodAntiAffinity{}))
+		},
+	}, {
+		name:   "a user's node affinity gets the default anti-affinity beside it",
+		values: "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [system]}]}]}}}",
+		check: func(g Gomega, r rendered) {
+			aff := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname)).Spec.Template.Spec.Affinity
+			g.Expect(aff.NodeAffinity).NotTo(BeNil())
+			g.Expect(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+		},
+	}, {
 		name:   "PDB with minAvailable",
 		values: "replicaCount: 3\npodDisruptionBudget: {minAvailable: 2}",
 		check: func(g Gomega, r rendered) {
@@ -789,6 +841,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"image: {digest: latest}", "/image/digest"},
 		{"image: {registry: 'https://registry.example.com'}", "/image/registry"},
 		{"image: {registry: 'registry.example.com:port'}", "/image/registry"},
+		{"podAntiAffinity: required", "/podAntiAffinity"},
 		{"replicas: 2", "replicas"}, // a typo of replicaCount must not be ignored silently
 		{"watchNamespaces: [Team_A]", "/watchNamespaces/0"},
 		{"watchNamespaces: team-a", "/watchNamespaces"},

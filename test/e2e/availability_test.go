@@ -410,24 +410,11 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 	})
 
 	It("keeps admitting while the node of the leading operator replica is drained (two replicas)", func() {
-		lease := &coordinationv1.Lease{}
-		var leader string
+		var leader, node string
 		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "memcached-operator.cache.example.com"}, lease)).To(Succeed())
-			leader = ptr.Deref(lease.Spec.HolderIdentity, "")
-			g.Expect(leader).NotTo(BeEmpty())
-		}).WithTimeout(wait).Should(Succeed())
-		var node string
-		Eventually(func(g Gomega) {
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "operator"})).To(Succeed())
-			g.Expect(pods.Items).To(HaveLen(2))
-			for _, p := range pods.Items {
-				if len(leader) >= len(p.Name) && leader[:len(p.Name)] == p.Name {
-					node = p.Spec.NodeName
-				}
-			}
-			g.Expect(node).NotTo(BeEmpty(), "the leader %s is one of the operator's pods", leader)
+			g.Expect(operatorPods(ctx, g)).To(HaveLen(2))
+			pod := operatorLeader(ctx, g)
+			leader, node = pod.Name, pod.Spec.NodeName
 		}).WithTimeout(wait).Should(Succeed())
 
 		stopAdmissions := startAdmissions(ctx, availabilityNamespace)
@@ -435,10 +422,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		mustRun(kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m",
 			"--pod-selector="+operatorSelector))
 		operatorRolledOut()
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "memcached-operator.cache.example.com"}, lease)).To(Succeed())
-			g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(Equal(leader), "leadership handed over")
-		}).WithTimeout(wait).Should(Succeed())
+		Eventually(func(g Gomega) string { return operatorLeader(ctx, g).Name }).WithTimeout(wait).ShouldNot(Equal(leader), "leadership handed over")
 		took := time.Since(start)
 		admissions := stopAdmissions()
 		AddReportEntry("operator drain", fmt.Sprintf("leader %s on %s; handed over and rolled out in %s; %s",

@@ -86,8 +86,7 @@ var _ = Describe("The NetworkPolicies of the operator and of its fleets", Ordere
 		By("the API server reaches the webhooks: a dry-run create comes back defaulted")
 		Expect(mustRun(kubectl("create", "--dry-run=server", "-n", ns, "-f", repoRoot()+"/docs/samples/cache_v1alpha1_memcached.yaml",
 			"-o", "jsonpath={.spec.image}"))).To(HaveSuffix(images["MEMCACHED_IMAGE"]), "the warning about the memory limit comes first")
-		pod := operatorPod(ctx, Default)
-		ip := pod.Status.PodIP
+		ip := operatorPods(ctx, Default)[0].Status.PodIP
 		expect("operator",
 			row{c: outsider, addr: ip + ":8443", allowed: true},
 			row{c: clientPod, addr: ip + ":8443"},

@@ -142,7 +142,7 @@ data: {.dockerconfigjson: %s}
 		var pod corev1.Pod
 		var reason, message string
 		Eventually(func(g Gomega) {
-			pod = operatorPod(ctx, g)
+			pod = operatorPods(ctx, g)[0]
 			g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
 			w := pod.Status.ContainerStatuses[0].State.Waiting
 			g.Expect(w).NotTo(BeNil())
@@ -178,15 +178,21 @@ data: {.dockerconfigjson: %s}
 		mustRun(helmNet("", ociArgs("upgrade", "--set", "imagePullSecrets[0].name="+pullSecret, "--wait", "--timeout", "5m")...))
 		AddReportEntry("helm upgrade from oci:// with the pull Secret to the operator Ready", time.Since(start).String())
 		operatorRolledOut()
-		var pod corev1.Pod
+		var pods []corev1.Pod
 		Eventually(func(g Gomega) {
-			pod = operatorPod(ctx, g)
-			g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
-			g.Expect(pod.Status.ContainerStatuses[0].Ready).To(BeTrue())
+			pods = operatorPods(ctx, g)
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+				g.Expect(p.Status.ContainerStatuses[0].Ready).To(BeTrue())
+			}
 		}).WithTimeout(wait).Should(Succeed())
-		Expect(pod.Spec.Containers[0].Image).To(Equal(host + "/" + opRepo + "@" + opDigest))
-		Expect(pod.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: pullSecret}))
-		Expect(pod.Status.ContainerStatuses[0].ImageID).To(Equal(host + "/" + opRepo + "@" + opDigest))
+		for _, p := range pods {
+			Expect(p.Spec.Containers[0].Image).To(Equal(host + "/" + opRepo + "@" + opDigest))
+			Expect(p.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: pullSecret}))
+			Expect(p.Status.ContainerStatuses[0].ImageID).To(Equal(host + "/" + opRepo + "@" + opDigest))
+		}
+		pod := pods[0]
 
 		By("the registry served the manifest and the layer (a blob of 100 kB or more; the config is < 1 kB) to the pod's node")
 		pulled := fmt.Sprintf(`(?m)^%s - \S+ \[[^]]+\] "GET /v2/%s/%%s/sha256:[0-9a-f]{64} HTTP/[0-9.]+" 200 %%s .*containerd`,

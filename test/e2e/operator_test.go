@@ -16,12 +16,14 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -84,7 +86,7 @@ func sampleConverged(ctx context.Context, size int) {
 	}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
 }
 
-func operatorPod(ctx context.Context, g Gomega) corev1.Pod {
+func operatorPods(ctx context.Context, g Gomega) []corev1.Pod {
 	pods := &corev1.PodList{}
 	g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{
 		"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/instance": release, "app.kubernetes.io/component": "operator",
@@ -95,8 +97,29 @@ func operatorPod(ctx context.Context, g Gomega) corev1.Pod {
 			live = append(live, p)
 		}
 	}
-	g.Expect(live).To(HaveLen(1))
-	return live[0]
+	g.Expect(live).NotTo(BeEmpty())
+	return live
+}
+
+// operatorLeader is the operator pod that holds the leader-election Lease,
+// the one that reconciles; the others only serve the webhooks.
+func operatorLeader(ctx context.Context, g Gomega) corev1.Pod {
+	lease := &coordinationv1.Lease{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "memcached-operator.cache.example.com"}, lease)).To(Succeed())
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	pods := operatorPods(ctx, g)
+	// controller-runtime's identity is the pod's hostname, "_", a UUID.
+	i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return strings.HasPrefix(holder, p.Name+"_") })
+	g.Expect(i).NotTo(Equal(-1), "the Lease's holder %q is none of the operator's live pods", holder)
+	return pods[i]
+}
+
+func podUIDs(pods []corev1.Pod) []types.UID {
+	var uids []types.UID
+	for _, p := range pods {
+		uids = append(uids, p.UID)
+	}
+	return uids
 }
 
 // operatorRolledOut waits until the operator's Deployment has its pod ready,
@@ -356,16 +379,22 @@ spec: {size: 1}`))
 		out, err := helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "2m")
 		Expect(err).To(HaveOccurred(), "helm test must fail while the webhook is down:\n%s", out)
 
-		mustRun(kubectl("scale", "deployment", "-n", operatorNamespace, "-l", operatorSelector, "--replicas=1"))
+		mustRun(kubectl("scale", "deployment", "-n", operatorNamespace, "-l", operatorSelector, "--replicas=2"))
 		operatorRolledOut()
 		mustRun(helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "5m"))
 	})
 
 	It("rolls the operator on helm upgrade with new values and keeps the fleets serving", func() {
-		before := operatorPod(ctx, Default)
+		before := podUIDs(operatorPods(ctx, Default))
+		Expect(before).To(HaveLen(2), "the chart's default is two replicas")
 		fleet := podNames(ctx, Default, appNamespace, "memcached-sample")
 		mustRun(helm(append([]string{"upgrade", release, chart}, installArgs("--set", "operator.maxSize=20", "--set", "operator.logLevel=debug")...)...))
-		Eventually(func(g Gomega) types.UID { return operatorPod(ctx, g).UID }).WithTimeout(wait).ShouldNot(Equal(before.UID))
+		Eventually(func(g Gomega) {
+			now := podUIDs(operatorPods(ctx, g))
+			g.Expect(now).To(HaveLen(2))
+			g.Expect(now).NotTo(ContainElements(before[0]))
+			g.Expect(now).NotTo(ContainElements(before[1]))
+		}).WithTimeout(wait).Should(Succeed(), "both replicas rolled")
 		Expect(podNames(ctx, Default, appNamespace, "memcached-sample")).To(Equal(fleet), "an operator upgrade must not restart memcached pods")
 		Eventually(func() error {
 			_, err := kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=12", "--dry-run=server")
@@ -375,7 +404,8 @@ spec: {size: 1}`))
 
 	It("restarts in the middle of a scale-up and converges with no duplicate objects", func() {
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 8}}`, "--type=merge"))
-		pod := operatorPod(ctx, Default)
+		// The leader is the replica that was reconciling.
+		pod := operatorLeader(ctx, Default)
 		mustRun(kubectl("delete", "pod", pod.Name, "-n", operatorNamespace, "--wait=false"))
 		sampleConverged(ctx, 8)
 		operatorRolledOut()
@@ -391,16 +421,20 @@ spec: {size: 1}`))
 
 	It("keeps admitting through a serving-certificate renewal, without restarting the operator", func() {
 		operatorRolledOut()
-		pod := operatorPod(ctx, Default)
+		pods := operatorPods(ctx, Default)
 		secretName := release + "-webhook-tls"
 		old := &corev1.Secret{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: secretName}, old)).To(Succeed())
-		// The watcher logs this line once at start-up and once per reload.
-		reloads := func() int {
-			out, _ := kubectl("logs", "-n", operatorNamespace, pod.Name)
-			return strings.Count(out, "Updated current TLS certificate")
+		// The watcher of each replica logs this line once at start-up and once per reload.
+		reloads := func() []int {
+			var n []int
+			for _, p := range pods {
+				out, _ := kubectl("logs", "-n", operatorNamespace, p.Name)
+				n = append(n, strings.Count(out, "Updated current TLS certificate"))
+			}
+			return n
 		}
-		Eventually(reloads).Should(BeNumerically(">=", 1), "the start-up load is logged")
+		Eventually(reloads).Should(HaveEach(BeNumerically(">=", 1)), "the start-up load is logged")
 		loaded := reloads()
 		mustRun(kubectl("delete", "secret", secretName, "-n", operatorNamespace))
 		Eventually(func(g Gomega) []byte {
@@ -409,14 +443,22 @@ spec: {size: 1}`))
 			return s.Data["tls.crt"]
 		}).WithTimeout(wait).ShouldNot(Or(BeEmpty(), Equal(old.Data["tls.crt"])))
 		// The kubelet refreshes the mounted Secret within its sync period; the
-		// operator's certificate watcher then loads it.
-		Eventually(reloads).WithTimeout(4 * time.Minute).WithPolling(5 * time.Second).Should(BeNumerically(">", loaded))
+		// operator's certificate watcher then loads it, in every replica.
+		Eventually(func(g Gomega) {
+			now := reloads()
+			for i := range pods {
+				g.Expect(now[i]).To(BeNumerically(">", loaded[i]), pods[i].Name)
+			}
+		}).WithTimeout(4 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 		for range 5 {
 			mustRun(kubectl("scale", "memcached/memcached-sample", "-n", appNamespace, "--replicas=8", "--dry-run=server"))
 		}
-		now := operatorPod(ctx, Default)
-		Expect(now.UID).To(Equal(pod.UID))
-		Expect(now.Status.ContainerStatuses[0].RestartCount).To(Equal(pod.Status.ContainerStatuses[0].RestartCount))
+		now := operatorPods(ctx, Default)
+		Expect(podUIDs(now)).To(ConsistOf(podUIDs(pods)))
+		for i := range now {
+			j := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.UID == now[i].UID })
+			Expect(now[i].Status.ContainerStatuses[0].RestartCount).To(Equal(pods[j].Status.ContainerStatuses[0].RestartCount), now[i].Name)
+		}
 	})
 
 	It("enforces the restricted Pod Security Standard where operator and fleets run", func() {
