@@ -4,12 +4,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -18,6 +21,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/chartrender"
 	"github.com/example/memcached-operator/test/specgen"
 )
 
@@ -80,92 +84,145 @@ var _ = Describe("Validating webhook on objects that already exist", func() {
 
 // The key property of the admission contract: whatever the whole admission
 // chain (schema, CEL, defaulting and validating webhooks) accepts, the
-// controller agrees with and builds into objects the API server accepts.
+// controller agrees with and builds into objects the API server accepts, and
+// the real memcached starts; and the same without the webhooks, with only
+// the schema, its CEL and the chart's admission policies, as while the
+// operator is down.
 var _ = Describe("Every Memcached the admission chain accepts", func() {
 	It("passes the controller's own checks and builds a Deployment, Service, PodDisruptionBudget and NetworkPolicy the API server accepts", func() {
-		n := 1000
-		if v, err := strconv.Atoi(os.Getenv("PROPERTY_SPECS")); err == nil && v > 0 {
-			n = v
-		}
-		seed := uint64(GinkgoRandomSeed())
-		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		ns := newNamespace()
-		cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
-		real := newRealMemcached()
-		var refusedByMemcached []string
-		accepted, rejected, built, policies, authed, certs, started, unchecked := 0, 0, 0, 0, 0, 0, 0, 0
-		// Each side of the contract must be exercised a tenth of n times, each
-		// optional builder a hundredth. A seed that falls short draws more
-		// specs, up to 4n; a generator that stopped producing one of them
-		// fails below, whatever the seed.
-		covered := func() bool {
-			return accepted > n/10 && rejected > n/10 && policies > n/100 && authed > n/100 && certs > n/100
-		}
-		i := 0
-		for ; i < n || (!covered() && i < 4*n); i++ {
-			mc := specgen.Random(r, 160)
-			mc.Namespace = ns
-			desc := func() string {
-				return "spec " + strconv.Itoa(i) + " (seed " + strconv.FormatUint(seed, 10) + "): " + mc.Name
-			}
-			err := k8s.Create(ctx, mc, client.DryRunAll)
-			if err != nil {
-				Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)).To(BeTrue(), "%s: refused for the wrong reason: %v", desc(), err)
-				rejected++
-				continue
-			}
-			accepted++
-			Expect(policy.Validate(mc)).To(BeEmpty(), "%s: admitted, but the controller would refuse it", desc())
-			Expect(policy.ValidateResolved(policy.Resolve(&mc.Spec, cfg))).To(BeEmpty(), "%s: admitted, but the controller could not complete it", desc())
-			Expect(policy.ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, policy.Limits{MaxSize: maxSize})).To(BeEmpty(), desc())
-			if mc.UID == "" {
-				mc.UID = types.UID("00000000-0000-0000-0000-000000000001")
-			}
-			spec := policy.Resolve(&mc.Spec, cfg)
-			// The pod's command line, run by the real memcached.
-			switch ok, why := real.starts(spec); {
-			case !real.checks(spec):
-				unchecked++
-			case ok:
-				started++
-			default:
-				refusedByMemcached = append(refusedByMemcached, desc()+": "+why)
-			}
-			Expect(k8s.Apply(ctx, memcached.BuildDeployment(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
-			Expect(k8s.Apply(ctx, memcached.BuildService(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
-			built += 2
-			if mc.Spec.Auth != nil {
-				// The Deployment mounting the auth Secret, with the reloader.
-				authed++
-			}
-			if policy.TLSEnabled(spec) {
-				// cert-manager's CRD (installed by the suite) holds the
-				// Certificate to its schema: issuer kind, names, usages.
-				Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(memcached.BuildCertificate(mc, spec)), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Certificate", desc())
-				built++
-				certs++
-			}
-			if pdb := memcached.BuildPodDisruptionBudget(mc, spec); pdb != nil {
-				Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
-				built++
-			}
-			if np := memcached.BuildNetworkPolicy(mc, spec); np != nil {
-				Expect(k8s.Apply(ctx, np, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: NetworkPolicy %+v", desc(), mc.Spec.NetworkPolicy)
-				built++
-				policies++
-			}
-		}
-		GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d), started by the real memcached: %d, not started (maxConnections above the open-file limit %d): %d\n", i, accepted, rejected, built, policies, authed, certs, started, real.openFiles, unchecked)
-		AddReportEntry("admission property", map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs, "started by memcached": started, "not started": unchecked})
-		Expect(refusedByMemcached).To(BeEmpty(), "admitted, but the real memcached does not start the pod's command line")
-		Expect(started).To(BeNumerically(">", n/20), "and the real memcached")
-		Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
-		Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
-		Expect(policies).To(BeNumerically(">", n/100), "and the NetworkPolicy builder")
-		Expect(authed).To(BeNumerically(">", n/100), "and the auth volume and sidecar")
-		Expect(certs).To(BeNumerically(">", n/100), "and the Certificate builder")
+		admittedIsBuildable(true)
+	})
+	It("does so with the webhooks off: the schema, CEL and the chart's ValidatingAdmissionPolicies alone", func() {
+		withoutWebhooks()
+		admittedIsBuildable(false)
 	})
 })
+
+// admittedIsBuildable draws specs, sends each to the API server, and holds
+// every admitted one to the controller's rules, the builders and the real
+// memcached. Without the webhooks nothing defaults a spec: the controller
+// resolves it as it does any stored object.
+func admittedIsBuildable(webhooksOn bool) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("PROPERTY_SPECS")); err == nil && v > 0 {
+		n = v
+	}
+	seed := uint64(GinkgoRandomSeed())
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	ns := newNamespace()
+	cfg := policy.Config{DefaultImage: defaultImage, ExporterImage: exporterImage}
+	real := newRealMemcached()
+	var refusedByMemcached []string
+	accepted, rejected, built, policies, authed, certs, started, unchecked := 0, 0, 0, 0, 0, 0, 0, 0
+	// Each side of the contract must be exercised a tenth of n times, each
+	// optional builder a hundredth. A seed that falls short draws more
+	// specs, up to 4n; a generator that stopped producing one of them
+	// fails below, whatever the seed.
+	covered := func() bool {
+		return accepted > n/10 && rejected > n/10 && policies > n/100 && authed > n/100 && certs > n/100
+	}
+	i := 0
+	for ; i < n || (!covered() && i < 4*n); i++ {
+		mc := specgen.Random(r, 160)
+		mc.Namespace = ns
+		desc := func() string {
+			return "spec " + strconv.Itoa(i) + " (seed " + strconv.FormatUint(seed, 10) + "): " + mc.Name
+		}
+		err := k8s.Create(ctx, mc, client.DryRunAll)
+		if err != nil {
+			Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)).To(BeTrue(), "%s: refused for the wrong reason: %v", desc(), err)
+			rejected++
+			continue
+		}
+		accepted++
+		Expect(policy.Validate(mc)).To(BeEmpty(), "%s: admitted, but the controller would refuse it", desc())
+		Expect(policy.ValidateResolved(policy.Resolve(&mc.Spec, cfg))).To(BeEmpty(), "%s: admitted, but the controller could not complete it", desc())
+		Expect(policy.ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, nil, policy.Limits{MaxSize: maxSize})).To(BeEmpty(), desc())
+		if mc.UID == "" {
+			mc.UID = types.UID("00000000-0000-0000-0000-000000000001")
+		}
+		spec := policy.Resolve(&mc.Spec, cfg)
+		// The pod's command line, run by the real memcached.
+		switch ok, why := real.starts(spec); {
+		case !real.checks(spec):
+			unchecked++
+		case ok:
+			started++
+		default:
+			refusedByMemcached = append(refusedByMemcached, desc()+": "+why)
+		}
+		Expect(k8s.Apply(ctx, memcached.BuildDeployment(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
+		Expect(k8s.Apply(ctx, memcached.BuildService(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
+		built += 2
+		if mc.Spec.Auth != nil {
+			// The Deployment mounting the auth Secret, with the reloader.
+			authed++
+		}
+		if policy.TLSEnabled(spec) {
+			// cert-manager's CRD (installed by the suite) holds the
+			// Certificate to its schema: issuer kind, names, usages.
+			Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(memcached.BuildCertificate(mc, spec)), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Certificate", desc())
+			built++
+			certs++
+		}
+		if pdb := memcached.BuildPodDisruptionBudget(mc, spec); pdb != nil {
+			Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
+			built++
+		}
+		if np := memcached.BuildNetworkPolicy(mc, spec); np != nil {
+			Expect(k8s.Apply(ctx, np, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: NetworkPolicy %+v", desc(), mc.Spec.NetworkPolicy)
+			built++
+			policies++
+		}
+	}
+	GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d), started by the real memcached: %d, not started (maxConnections above the open-file limit %d): %d\n", i, accepted, rejected, built, policies, authed, certs, started, real.openFiles, unchecked)
+	AddReportEntry("admission property, webhooks "+map[bool]string{true: "on", false: "off"}[webhooksOn], map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs, "started by memcached": started, "not started": unchecked})
+	Expect(refusedByMemcached).To(BeEmpty(), "admitted, but the real memcached does not start the pod's command line")
+	Expect(started).To(BeNumerically(">", n/20), "and the real memcached")
+	Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")
+	Expect(rejected).To(BeNumerically(">", n/10), "and the refusing side")
+	Expect(policies).To(BeNumerically(">", n/100), "and the NetworkPolicy builder")
+	Expect(authed).To(BeNumerically(">", n/100), "and the auth volume and sidecar")
+	Expect(certs).To(BeNumerically(">", n/100), "and the Certificate builder")
+}
+
+// withoutWebhooks takes both webhook configurations away and installs the
+// chart's ValidatingAdmissionPolicies (rules and limits, with the suite's
+// --max-size) until the spec ends: admission as the API server does it alone.
+func withoutWebhooks() {
+	GinkgoHelper()
+	const release, namespace = "memcached-operator", "memcached-operator-system"
+	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
+	objs, err := chartrender.Render(release, namespace, map[string]any{"operator": map[string]any{"maxSize": maxSize}})
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		kind := o.GetKind()
+		if !strings.HasPrefix(kind, "ValidatingAdmissionPolicy") && !(kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-limits")) {
+			continue
+		}
+		Expect(k8s.Create(ctx, o)).To(Succeed(), kind+" "+o.GetName())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed()) })
+	}
+	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, mwcs)).To(Succeed())
+	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, vwcs)).To(Succeed())
+	for _, obj := range []client.Object{&mwcs.Items[0], &vwcs.Items[0]} {
+		Expect(k8s.Delete(ctx, obj)).To(Succeed())
+		DeferCleanup(func() {
+			again := obj.DeepCopyObject().(client.Object)
+			again.SetResourceVersion("")
+			again.SetUID("")
+			Expect(k8s.Create(ctx, again)).To(Succeed())
+		})
+	}
+	probe := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: cachev1alpha1.MemcachedSpec{ExtraArgs: []string{"-d"}}}
+	Eventually(func(g Gomega) {
+		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy")), "the policies are in force")
+		g.Expect(err).NotTo(MatchError(ContainSubstring("daemonizes")), "and the webhooks gone")
+	}).Should(Succeed())
+}
 
 // unreachableWebhooks points every webhook of both configurations at a
 // closed loopback port until the spec ends, as if the operator were down.

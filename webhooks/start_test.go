@@ -96,10 +96,14 @@ func (m *realMemcached) checks(spec *cachev1alpha1.MemcachedSpec) bool {
 // listener for a TLS fleet), and what it said when it did not.
 func (m *realMemcached) starts(spec *cachev1alpha1.MemcachedSpec) (bool, string) {
 	GinkgoHelper()
-	ports := map[int]int{}
+	ports, taken := map[int]int{}, map[int]bool{}
 	port := func(n int) int {
-		if _, ok := ports[n]; !ok {
-			ports[n] = freePort()
+		// Distinct numbers get distinct ports: a port just closed can be
+		// handed out again.
+		for ports[n] == 0 {
+			if p := freePort(); !taken[p] {
+				ports[n], taken[p] = p, true
+			}
 		}
 		return ports[n]
 	}
