@@ -101,10 +101,19 @@ func (c *Checker) DryRunValid(ctx context.Context) error {
 
 // InvalidSpec is a spec that passes the CRD schema and the chart's
 // admission policies and that only the validating webhook refuses, so a
-// rejection proves the webhook is called. (A size above --max-size would
-// not do: the limits policy refuses it first.)
+// rejection proves the webhook is called: every other rule is also the
+// rules policy's, which the API server applies first, but CEL cannot measure
+// a spec's encoded size. A node affinity term with many values makes it
+// larger than policy.MaxSpecBytes.
 func InvalidSpec() (spec map[string]any, reason string) {
-	return map[string]any{"size": int64(1), "extraArgs": []any{"-p", "1"}}, "extraArgs setting -p, which spec.port owns"
+	values := make([]any, 1200)
+	for i := range values {
+		values[i] = fmt.Sprintf("zone-%055d", i)
+	}
+	affinity := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": values}}}},
+	}}}
+	return map[string]any{"size": int64(1), "affinity": affinity}, "a spec above the webhook's 64 KiB bound"
 }
 
 // DryRunInvalid requires the validating webhook to reject an invalid Memcached.

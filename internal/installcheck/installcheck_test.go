@@ -3,6 +3,7 @@ package installcheck
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -14,11 +15,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 var gk = schema.GroupKind{Group: "cache.example.com", Kind: "Memcached"}
@@ -49,8 +54,8 @@ func (s *apiServer) client() client.WithWatch {
 				_ = unstructured.SetNestedField(mc.Object, int64(1024), "spec", "maxConnections")
 			}
 			size, _, _ := unstructured.NestedInt64(mc.Object, "spec", "size")
-			args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "extraArgs")
-			if !s.noValidation && (size > 100 || len(args) > 0) {
+			spec, _ := json.Marshal(mc.Object["spec"])
+			if !s.noValidation && (size > 100 || len(spec) > policy.MaxSpecBytes) {
 				return fmt.Errorf(`admission webhook %q denied the request: Memcached.cache.example.com %q is invalid: spec.size: Invalid value`, ValidatingWebhookName, mc.GetName())
 			}
 			opt := &client.CreateOptions{}
@@ -137,8 +142,14 @@ func TestInvalidRejectedOnlyByWebhook(t *testing.T) {
 func TestInvalidSpec(t *testing.T) {
 	g := NewWithT(t)
 	spec, reason := InvalidSpec()
-	g.Expect(spec).To(HaveKeyWithValue("extraArgs", []any{"-p", "1"}), "a rule only the webhook holds")
-	g.Expect(reason).To(ContainSubstring("spec.port"))
+	mc := &cachev1alpha1.Memcached{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"spec": spec}, mc)).To(Succeed())
+	mc.Name = "check-invalid"
+	errs := policy.Validate(mc)
+	g.Expect(errs).To(HaveLen(1), "one rule broken: the one only the webhook holds")
+	g.Expect(errs[0].Field).To(Equal("spec"))
+	g.Expect(errs[0].Detail).To(ContainSubstring("more than 65536"))
+	g.Expect(reason).To(ContainSubstring("64 KiB"))
 }
 
 // fakeMemcached serves set and get of one key like memcached's text protocol.

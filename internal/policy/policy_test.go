@@ -418,6 +418,17 @@ func TestValidateCreate(t *testing.T) {
 	}
 }
 
+// TestValidateUndefaulted judges a spec as the controller meets it when no
+// defaulting webhook ran: the rules hold with the values Resolve fills in.
+func TestValidateUndefaulted(t *testing.T) {
+	g := NewWithT(t)
+	mc := &cachev1alpha1.Memcached{Spec: cachev1alpha1.MemcachedSpec{
+		TLS: &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}, PlaintextPort: ptr.To(policy.DefaultPort)},
+	}}
+	mc.Name = "mc"
+	g.Expect(paths(policy.Validate(mc))).To(ConsistOf("spec.tls.plaintextPort"), "the plain-text listener on the default port, which spec.port left empty gets")
+}
+
 // TestExtraArgsBypasses holds every spelling of an owned or fatal option
 // that memcached's getopt_long would read, each rejected at its index.
 func TestExtraArgsBypasses(t *testing.T) {

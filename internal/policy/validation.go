@@ -287,7 +287,7 @@ func validateTLS(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Erro
 		switch {
 		case *pp < 1 || *pp > 65535:
 			errs = append(errs, field.Invalid(pPath, *pp, "must be between 1 and 65535"))
-		case spec.Port != nil && *pp == *spec.Port:
+		case *pp == ptr.Deref(spec.Port, DefaultPort):
 			errs = append(errs, field.Invalid(pPath, *pp, "must differ from spec.port, which serves TLS"))
 		case *pp == TLSLoopbackPort:
 			errs = append(errs, field.Invalid(pPath, *pp, fmt.Sprintf("port %d is the pod's loopback listener for the exporter and the reloader", TLSLoopbackPort)))

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,6 +105,42 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 			"metadata": map[string]any{"namespace": capped, "name": "helm-test-invalid"}, "spec": spec}}
 		Expect(unstructured.SetNestedField(mc.Object, map[string]any{"secretRef": map[string]any{"name": "users"}}, "spec", "auth")).To(Succeed())
 		Expect(k8sClient.Create(ctx, mc, client.DryRunAll)).To(Succeed(), "the schema and the policies let it through, so a refusal in helm test is the webhook's")
+	})
+
+	It("holds the operator's rules without the webhook, and ratchets them for an object stored before", func(ctx SpecContext) {
+		Expect(k8sClient.Create(ctx, fleet(free, "daemon", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} }), client.DryRunAll)).
+			To(invalid("spec.extraArgs: only -M, -C"))
+		Expect(k8sClient.Create(ctx, fleet(free, "binary", func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-B", "binary"}
+			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
+		}), client.DryRunAll)).To(invalid("only ascii with spec.auth"))
+		Expect(k8sClient.Create(ctx, fleet(free, "dash", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-D", "-"} }), client.DryRunAll)).
+			To(invalid("a separate value may not start with '-'"), "stricter than the webhook")
+		Expect(k8sClient.Create(ctx, fleet(free, "dash", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-D-"} }), client.DryRunAll)).
+			To(Succeed(), "the attached spelling")
+
+		By("an object stored while the rules were not bound")
+		binding := &unstructured.Unstructured{}
+		binding.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"))
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: rel + "-memcached-operator-rules"}, binding)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		old := fleet(free, "old", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} })
+		Eventually(func() error { return k8sClient.Create(ctx, old) }).WithTimeout(verbWait).Should(Succeed())
+		binding.SetResourceVersion("")
+		binding.SetUID("")
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fleet(free, "daemon", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} }), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("spec.extraArgs"))
+
+		Expect(k8sClient.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`)))).To(Succeed())
+		Expect(k8sClient.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).
+			To(Succeed(), "an edit elsewhere: the rule it already broke is not held against it")
+		Expect(k8sClient.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"podLabels":{"app.kubernetes.io/name":"x"}}}`)))).
+			To(invalid("spec.podLabels"), "breaking another rule is refused")
+		Expect(k8sClient.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"extraArgs":["-M"]}}`)))).To(Succeed(), "and the fix")
+		Expect(k8sClient.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"extraArgs":["-d"]}}`)))).
+			To(invalid("spec.extraArgs"), "once fixed, the rule holds")
 	})
 
 	It("refuses every write in a namespace whose maxSize is no number, until it is fixed", func(ctx SpecContext) {
