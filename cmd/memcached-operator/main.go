@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -55,6 +56,7 @@ type options struct {
 	webhookCertDir                         string
 	maxSize                                int
 	defaultImage                           string
+	defaultAppArmorProfile                 string
 	exporterImage                          string
 	memoryTarget, memoryLimit              string
 	certs                                  certOptions
@@ -95,6 +97,7 @@ func main() {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder with the webhook server's tls.crt and tls.key; rotated files are picked up without restart.")
 	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
+	fs.StringVar(&o.defaultAppArmorProfile, "default-apparmor-profile", "", "AppArmor profile pinned on new fleets that set no spec.appArmorProfile: RuntimeDefault, or empty for none. Set it only where every node runs AppArmor: the kubelet refuses such pods elsewhere.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
@@ -121,6 +124,9 @@ func main() {
 func run(o options) error {
 	if o.maxSize < 0 || o.maxSize > cachev1alpha1.SizeSchemaMaximum {
 		return fmt.Errorf("--max-size must be between 0 and %d", cachev1alpha1.SizeSchemaMaximum)
+	}
+	if o.defaultAppArmorProfile != "" && o.defaultAppArmorProfile != string(corev1.AppArmorProfileTypeRuntimeDefault) {
+		return fmt.Errorf("--default-apparmor-profile must be RuntimeDefault or empty, not %q", o.defaultAppArmorProfile)
 	}
 	target, err := memoryTarget(o.memoryTarget, o.memoryLimit)
 	if err != nil {
@@ -191,7 +197,8 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	defaults := policy.Config{DefaultImage: o.defaultImage, ExporterImage: o.exporterImage}
+	defaults := policy.Config{DefaultImage: o.defaultImage, ExporterImage: o.exporterImage,
+		AppArmorProfile: corev1.AppArmorProfileType(o.defaultAppArmorProfile)}
 	limits := policy.Limits{MaxSize: int32(o.maxSize)}
 	if err := (&memcached.Reconciler{
 		Client:    mgr.GetClient(),

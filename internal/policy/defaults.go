@@ -54,6 +54,8 @@ type Config struct {
 	DefaultImage string
 	// ExporterImage is used when the exporter is enabled without an image.
 	ExporterImage string
+	// AppArmorProfile is pinned on new fleets that set none ("": none).
+	AppArmorProfile corev1.AppArmorProfileType
 }
 
 // ExporterEnabled tells whether the fleet's pods run the exporter sidecar.
@@ -84,6 +86,9 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	setIfNil(&spec.Size, DefaultSize)
 	if spec.Image == nil && cfg.DefaultImage != "" {
 		spec.Image = ptr.To(cfg.DefaultImage)
+	}
+	if spec.AppArmorProfile == nil && cfg.AppArmorProfile != "" {
+		spec.AppArmorProfile = ptr.To(cfg.AppArmorProfile)
 	}
 	setIfNil(&spec.ImagePullPolicy, DefaultPullPolicy)
 	setIfNil(&spec.Port, DefaultPort)
@@ -127,6 +132,9 @@ func DefaultCreate(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 // where the user set neither. It works on a copy and leaves spec alone.
 func Resolve(spec *cachev1alpha1.MemcachedSpec, cfg Config) *cachev1alpha1.MemcachedSpec {
 	out := spec.DeepCopy()
+	// The AppArmor profile is only ever pinned at admission: a fleet created
+	// while the flag was empty keeps running unconfined when it is set.
+	cfg.AppArmorProfile = ""
 	Default(out, cfg)
 	setIfNil(&out.MemoryLimitMB, derivedMemoryLimitMB(out.Resources))
 	setIfNil(&out.Threads, derivedThreads(out.Resources))

@@ -71,6 +71,19 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+func TestAppArmorProfileIsPinnedWhenTheOperatorSetsOne(t *testing.T) {
+	g := NewWithT(t)
+	spec := cachev1alpha1.MemcachedSpec{}
+	policy.Default(&spec, cfg)
+	g.Expect(spec.AppArmorProfile).To(BeNil(), "none by default: nodes without AppArmor refuse the pods")
+	withProfile := cfg
+	withProfile.AppArmorProfile = corev1.AppArmorProfileTypeRuntimeDefault
+	policy.Default(&spec, withProfile)
+	g.Expect(spec.AppArmorProfile).To(Equal(ptr.To(corev1.AppArmorProfileTypeRuntimeDefault)))
+	unset := cachev1alpha1.MemcachedSpec{}
+	g.Expect(policy.Resolve(&unset, withProfile).AppArmorProfile).To(BeNil(), "pinned at admission only, so a flag change never rolls a stored fleet")
+}
+
 func TestExporterImageIsPinnedOnlyWhenEnabled(t *testing.T) {
 	g := NewWithT(t)
 	withExporter := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:1"}

@@ -388,6 +388,7 @@ func TestDefaultValues(t *testing.T) {
 	g.Expect(r.kinds()).NotTo(HaveKey("NetworkPolicy"))
 	g.Expect(r.kinds()).NotTo(HaveKey("ServiceMonitor"))
 	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--watch-namespaces")))
+	g.Expect(operatorContainer(t, r).Args).NotTo(ContainElement(HavePrefix("--default-apparmor-profile")), "no AppArmor profile: the kubelet refuses it on nodes without AppArmor")
 	// The garbage collector works harder near 90% of the memory limit, read
 	// through the downward API; at the request it ran almost without pause.
 	g.Expect(operatorContainer(t, r).Args).To(ContainElements("--memory-target=90%", "--memory-limit=$(MEMORY_LIMIT)"))
@@ -735,6 +736,13 @@ func TestValues(t *testing.T) {
 			g.Expect(r.kinds()).NotTo(HaveKey("PodDisruptionBudget"))
 		},
 	}, {
+		name:   "an AppArmor profile for new fleets",
+		values: "operator: {defaultAppArmorProfile: RuntimeDefault}",
+		check: func(g Gomega, r rendered) {
+			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--default-apparmor-profile=RuntimeDefault"))
+		},
+	}, {
 		name:   "hard anti-affinity",
 		values: "podAntiAffinity: hard",
 		check: func(g Gomega, r rendered) {
@@ -842,6 +850,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"image: {registry: 'https://registry.example.com'}", "/image/registry"},
 		{"image: {registry: 'registry.example.com:port'}", "/image/registry"},
 		{"podAntiAffinity: required", "/podAntiAffinity"},
+		{"operator: {defaultAppArmorProfile: Unconfined}", "/operator/defaultAppArmorProfile"},
 		{"replicas: 2", "replicas"}, // a typo of replicaCount must not be ignored silently
 		{"watchNamespaces: [Team_A]", "/watchNamespaces/0"},
 		{"watchNamespaces: team-a", "/watchNamespaces"},

@@ -199,6 +199,7 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 		}
 		sp.TLS = t
 	}
+	sp.AppArmorProfile = opt(s, []corev1.AppArmorProfileType{corev1.AppArmorProfileTypeRuntimeDefault}, []corev1.AppArmorProfileType{corev1.AppArmorProfileTypeUnconfined, "Localhost"})
 	return mc
 }
 

@@ -194,6 +194,16 @@ type MemcachedSpec struct {
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 
+	// appArmorProfile confines the pods' containers with the container
+	// runtime's default AppArmor profile. The kubelet refuses such a pod on a
+	// node without AppArmor, so it is off unless set here or by the operator's
+	// --default-apparmor-profile, which the defaulting webhook pins on
+	// creation. Where it is unset, runtimes with AppArmor apply their default
+	// profile anyway.
+	// +kubebuilder:validation:Enum=RuntimeDefault
+	// +optional
+	AppArmorProfile *corev1.AppArmorProfileType `json:"appArmorProfile,omitempty"`
+
 	// monitoring exposes the fleet's memcached statistics to Prometheus.
 	// +optional
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`

@@ -48,6 +48,7 @@ func TestBuildDeployment(t *testing.T) {
 			pod := d.Spec.Template.Spec
 			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 			g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+			g.Expect(pod.SecurityContext.AppArmorProfile).To(BeNil(), "the kubelet refuses a profile on a node without AppArmor")
 			g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
 			c := pod.Containers[0]
 			g.Expect(c.Image).To(Equal("memcached:test"))
@@ -61,6 +62,12 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 			g.Expect(c.Resources.Limits).To(BeEmpty())
 			g.Expect(pod.Affinity).To(BeNil())
+		},
+	}, {
+		name:   "the runtime's AppArmor profile, asked for",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) { s.AppArmorProfile = ptr.To(corev1.AppArmorProfileTypeRuntimeDefault) },
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.SecurityContext.AppArmorProfile).To(Equal(&corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}))
 		},
 	}, {
 		name: "memcached settings become flags; extra args go first, so the fields' options win",

@@ -133,6 +133,9 @@ func buildPodTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev
 			WithRunAsUser(runAsUser).
 			WithRunAsGroup(runAsUser).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if spec.AppArmorProfile != nil {
+		podSpec.SecurityContext.WithAppArmorProfile(corev1ac.AppArmorProfile().WithType(*spec.AppArmorProfile))
+	}
 	if policy.ExporterEnabled(spec) {
 		podSpec.WithContainers(buildExporter(spec))
 	}
