@@ -64,8 +64,10 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(pod.Affinity).To(BeNil())
 		},
 	}, {
-		name:   "the runtime's AppArmor profile, asked for",
-		mutate: func(s *cachev1alpha1.MemcachedSpec) { s.AppArmorProfile = ptr.To(corev1.AppArmorProfileTypeRuntimeDefault) },
+		name: "the runtime's AppArmor profile, asked for",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.AppArmorProfile = ptr.To(corev1.AppArmorProfileTypeRuntimeDefault)
+		},
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Template.Spec.SecurityContext.AppArmorProfile).To(Equal(&corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}))
 		},
