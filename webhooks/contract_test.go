@@ -197,7 +197,9 @@ func withoutWebhooks() {
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
 		kind := o.GetKind()
-		if !strings.HasPrefix(kind, "ValidatingAdmissionPolicy") && !(kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-limits")) {
+		isPolicy := strings.HasPrefix(kind, "ValidatingAdmissionPolicy")
+		isParams := kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-limits")
+		if !isPolicy && !isParams {
 			continue
 		}
 		Expect(k8s.Create(ctx, o)).To(Succeed(), kind+" "+o.GetName())
