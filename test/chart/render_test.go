@@ -739,8 +739,8 @@ func TestValues(t *testing.T) {
 		name:   "an AppArmor profile for new fleets",
 		values: "operator: {defaultAppArmorProfile: RuntimeDefault}",
 		check: func(g Gomega, r rendered) {
-			dep := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname))
-			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--default-apparmor-profile=RuntimeDefault"))
+			args := objAs[appsv1.Deployment](g, r.find("Deployment", namespace, fullname)).Spec.Template.Spec.Containers[0].Args
+			g.Expect(args).To(ContainElement("--default-apparmor-profile=RuntimeDefault"))
 		},
 	}, {
 		name:   "hard anti-affinity",
