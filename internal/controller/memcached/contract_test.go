@@ -3,6 +3,7 @@ package memcached_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -127,6 +128,41 @@ var _ = Describe("Memcached controller without webhooks", func() {
 			g.Expect(metav1.IsControlledBy(d, mc)).To(BeTrue())
 		}).Should(Succeed())
 		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
+	})
+
+	It("takes a Deployment with its name and labels that it does not control for none of its own", func() {
+		// The labelled orphan of a deleted fleet of the same name, or a
+		// tenant's imitation: in the operator's cache, but never the fleet's.
+		labels := map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "memcached-sample", "app.kubernetes.io/managed-by": "memcached-operator"}
+		orphan := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](50),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+				},
+			},
+		}
+		Expect(k8s.Create(ctx, orphan)).To(Succeed())
+		orphan.Status = appsv1.DeploymentStatus{ObservedGeneration: orphan.Generation, Replicas: 50, ReadyReplicas: 50, AvailableReplicas: 50, UpdatedReplicas: 50}
+		Expect(k8s.Status().Update(ctx, orphan)).To(Succeed())
+
+		By("a TLS fleet waiting for its Certificate reports no pods of the orphan's")
+		mc := withFleetTLS(sample(ns, 2), "ca")
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionCertificateReady)).Should(HaveField("Status", metav1.ConditionFalse))
+		Consistently(func(g Gomega) []int32 {
+			cur := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+			return []int32{cur.Status.Replicas, cur.Status.ReadyReplicas}
+		}).Should(Equal([]int32{0, 0}))
+
+		By("nor does the orphan's replica count let the fleet grow past --max-size")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"size":%d}}`, testLimits.MaxSize+2))))).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionDegraded)).Should(And(
+			HaveField("Reason", cachev1alpha1.ReasonInvalidSpec), HaveField("Message", ContainSubstring("spec.size"))))
 	})
 
 	It("writes nothing to a Service or PodDisruptionBudget of its name that it does not control", func() {

@@ -340,9 +340,13 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 	var current *int32
 	dep := &appsv1.Deployment{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {
-	case err == nil:
+	case err == nil && metav1.IsControlledBy(dep, s.memcached):
+		// Only the fleet's own: a Deployment with its name and labels that it
+		// does not control (a deleted namesake's orphan, an imitation) gives
+		// it neither pods to report or mark nor a size to ratchet against.
 		current = ptr.To(ptr.Deref(dep.Spec.Replicas, 1))
 		s.current = dep
+	case err == nil:
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading Deployment %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
