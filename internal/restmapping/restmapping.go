@@ -7,15 +7,16 @@
 // API group, and every group that does not know the kind builds a no-match
 // error on the way: the bench's heap profile of a 100-fleet converge had 22 %
 // of all bytes allocated under RESTMapping, and 6.6 % of the CPU profile.
-// The kinds the operator maps are fixed (built-in types and its own CRD, whose
-// scope is immutable), so a mapping once found does not change while the
-// process runs.
+// A mapping stays right while its API is served; when one is not any more (a
+// third-party CRD uninstalled), Reset forgets every mapping and builds the
+// wrapped mapper afresh, so that the next lookup tells the API is missing.
 package restmapping
 
 import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,27 +28,84 @@ import (
 // is still found by the wrapped mapper's discovery. Every other method goes to
 // the wrapped mapper.
 type Memo struct {
-	meta.RESTMapper
-	found sync.Map // key(gk, versions) -> meta.RESTMapping
+	state atomic.Pointer[memoState]
+	// renew builds a new wrapped mapper for Reset; nil keeps the one there is.
+	renew func() (meta.RESTMapper, error)
 }
 
+type memoState struct {
+	mapper meta.RESTMapper
+	found  *sync.Map // key(gk, versions) -> meta.RESTMapping
+}
+
+var _ meta.ResettableRESTMapper = (*Memo)(nil)
+
 // NewMemo wraps mapper.
-func NewMemo(mapper meta.RESTMapper) *Memo { return &Memo{RESTMapper: mapper} }
+func NewMemo(mapper meta.RESTMapper) *Memo {
+	m := &Memo{}
+	m.state.Store(&memoState{mapper: mapper, found: &sync.Map{}})
+	return m
+}
 
 // RESTMapping returns a copy of the remembered mapping: callers own what a
 // RESTMapper returns.
 func (m *Memo) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	st := m.state.Load()
 	k := key(gk, versions)
-	if v, ok := m.found.Load(k); ok {
+	if v, ok := st.found.Load(k); ok {
 		mapping := v.(meta.RESTMapping)
 		return &mapping, nil
 	}
-	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
+	mapping, err := st.mapper.RESTMapping(gk, versions...)
 	if err != nil {
 		return nil, err
 	}
-	m.found.Store(k, *mapping)
+	st.found.Store(k, *mapping)
 	return mapping, nil
+}
+
+// Reset forgets every mapping, for a caller that found an API no longer
+// served: controller-runtime's mapper keeps a group it once discovered and
+// only looks again for a kind it does not know, so it is built anew (or
+// reset, when it can be); if building fails, the old one stays.
+func (m *Memo) Reset() {
+	st := m.state.Load()
+	mapper := st.mapper
+	if m.renew != nil {
+		if fresh, err := m.renew(); err == nil {
+			mapper = fresh
+		}
+	} else if r, ok := mapper.(meta.ResettableRESTMapper); ok {
+		r.Reset()
+	}
+	m.state.Store(&memoState{mapper: mapper, found: &sync.Map{}})
+}
+
+func (m *Memo) wrapped() meta.RESTMapper { return m.state.Load().mapper }
+
+// KindFor and the methods below go to the wrapped mapper.
+func (m *Memo) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return m.wrapped().KindFor(r)
+}
+
+func (m *Memo) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return m.wrapped().KindsFor(r)
+}
+
+func (m *Memo) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return m.wrapped().ResourceFor(r)
+}
+
+func (m *Memo) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return m.wrapped().ResourcesFor(r)
+}
+
+func (m *Memo) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	return m.wrapped().RESTMappings(gk, versions...)
+}
+
+func (m *Memo) ResourceSingularizer(resource string) (string, error) {
+	return m.wrapped().ResourceSingularizer(resource)
 }
 
 func key(gk schema.GroupKind, versions []string) string {
@@ -61,6 +119,8 @@ func Provider(base func(*rest.Config, *http.Client) (meta.RESTMapper, error)) fu
 		if err != nil {
 			return nil, err
 		}
-		return NewMemo(mapper), nil
+		m := NewMemo(mapper)
+		m.renew = func() (meta.RESTMapper, error) { return base(cfg, client) }
+		return m, nil
 	}
 }

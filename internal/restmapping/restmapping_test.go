@@ -150,3 +150,45 @@ func TestProvider(t *testing.T) {
 	_, err = failing(&rest.Config{}, http.DefaultClient)
 	g.Expect(err).To(MatchError("discovery down"))
 }
+
+func TestResetBuildsTheMapperAnew(t *testing.T) {
+	g := NewWithT(t)
+	withKind, without := newCounting(deployment, memcached), newCounting(deployment)
+	bases := []meta.RESTMapper{withKind, without}
+	provide := Provider(func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+		b := bases[0]
+		bases = bases[1:]
+		return b, nil
+	})
+	m, err := provide(nil, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = m.RESTMapping(memcached.GroupKind(), memcached.Version)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The CRD is gone: the fresh mapper's discovery no longer has it.
+	m.(meta.ResettableRESTMapper).Reset()
+	_, err = m.RESTMapping(memcached.GroupKind(), memcached.Version)
+	g.Expect(meta.IsNoMatchError(err)).To(BeTrue(), "the remembered mapping is forgotten: %v", err)
+	g.Expect(without.calls.Load()).To(Equal(int32(1)))
+	_, err = m.RESTMapping(deployment.GroupKind(), deployment.Version)
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func TestResetKeepsTheMapperWhenANewOneFails(t *testing.T) {
+	g := NewWithT(t)
+	base := newCounting(deployment)
+	builds := 0
+	provide := Provider(func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+		if builds++; builds > 1 {
+			return nil, errors.New("discovery failed")
+		}
+		return base, nil
+	})
+	m, err := provide(nil, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _ = m.RESTMapping(deployment.GroupKind(), deployment.Version)
+	m.(meta.ResettableRESTMapper).Reset()
+	_, err = m.RESTMapping(deployment.GroupKind(), deployment.Version)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(base.calls.Load()).To(Equal(int32(2)), "asked again: the memory was cleared, the mapper kept")
+}

@@ -330,5 +330,21 @@ var _ = Describe("A fleet's ServiceMonitor", func() {
 			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
 			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, cachev1alpha1.ConditionServiceMonitorReady)).To(BeNil())
 		}).Should(Succeed())
+
+		By("uninstalling the CRD: the fleet says the API is missing again, without retrying in error")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":true}}}}`)))).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionServiceMonitorReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		crd.SetName("servicemonitors.monitoring.coreos.com")
+		Expect(k8s.Delete(ctx, crd)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd)) }).Should(BeTrue())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"serviceMonitor":{"interval":"30s"}}}}`)))).To(Succeed())
+		Eventually(condition(mc, cachev1alpha1.ConditionServiceMonitorReady)).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1alpha1.ReasonServiceMonitorAPIMissing)))
+		errors := func(g Gomega) float64 {
+			return metricValue(g, "memcached_operator_reconcile_errors_total", "phase", "servicemonitor")
+		}
+		Consistently(errors).Should(Equal(errors(Default)), "nothing left to retry")
 	})
 })

@@ -79,11 +79,20 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 	} else if err != nil {
 		return 0, nil, fmt.Errorf("discovering %s: %w", k.gvk, err)
 	}
+	apiGone := func() (optionalOutcome, *unstructured.Unstructured, error) {
+		r.forgetMappings()
+		if !wanted {
+			return removed()
+		}
+		return optionalAPIMissing, nil, nil
+	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(k.gvk)
 	err := r.apiReader().Get(ctx, key, live)
 	exists := err == nil
 	switch {
+	case notServed(err):
+		return apiGone()
 	case err != nil && !apierrors.IsNotFound(err):
 		return 0, nil, fmt.Errorf("reading %s %s: %w", k.gvk.Kind, key, err)
 	case exists && !metav1.IsControlledBy(live, s.memcached):
@@ -106,7 +115,9 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 		return optionalUnchanged, live, nil
 	}
 	applyRequests.WithLabelValues(k.gvk.Kind, applySent).Inc()
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); notServed(err) {
+		return apiGone()
+	} else if err != nil {
 		return 0, nil, applyError(k.gvk.Kind, key, err)
 	}
 	if !exists {
@@ -147,4 +158,19 @@ func optionalObject(mc *cachev1alpha1.Memcached, gvk schema.GroupVersionKind, la
 	}}
 	u.SetGroupVersionKind(gvk)
 	return u
+}
+
+// notServed tells whether err is the API server's answer for a resource it
+// does not serve (its CRD removed), which comes without a Status of its own,
+// rather than for an object it does not have.
+func notServed(err error) bool {
+	return apierrors.IsNotFound(err) && apierrors.HasStatusCause(err, metav1.CauseTypeUnexpectedServerResponse)
+}
+
+// forgetMappings makes the next REST mapping look at discovery again, so an
+// API that was uninstalled is reported missing instead of being retried.
+func (r *Reconciler) forgetMappings() {
+	if m, ok := r.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
+		m.Reset()
+	}
 }
