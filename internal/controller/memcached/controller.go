@@ -1,8 +1,11 @@
 // Package memcached reconciles a Memcached into the objects that run it: a
 // Deployment of memcached pods, a headless Service whose DNS name resolves to
-// every ready pod (clients hash keys over those addresses), and a
-// PodDisruptionBudget. Each owned kind has a file with its pure builder and
-// its phase; status.go derives the status in one place.
+// every ready pod (clients hash keys over those addresses), and, as the spec
+// asks, a PodDisruptionBudget, a NetworkPolicy, a cert-manager Certificate
+// and a ServiceMonitor. Each owned kind has a file with its pure builder and
+// its phase. status.go computes the status from a pass's observation; it is
+// written at the end of the pass (patchStatus), or, for the first pass of a
+// new generation, while the Deployment's apply is in flight (announce.go).
 package memcached
 
 import (
@@ -178,8 +181,9 @@ type statusWrite struct {
 
 type phase func(ctx context.Context, s *scope) error
 
-// ownedPhases write one owned object each and nothing the others read, so a
-// pass runs them at once: a new fleet's objects then cost the time of the
+// ownedPhases each write one owned kind and read nothing another writes
+// (the Deployment phase also marks pods for a scale-down, and may write the
+// status from inside its apply: announce.go), so a pass runs them at once: a new fleet's objects then cost the time of the
 // slowest one's requests rather than the sum of all of them, which is most
 // of how long a worker spends on a fleet when the API server is busy.
 var ownedPhases = []struct {
@@ -218,9 +222,11 @@ func (s *scope) createdKinds() []string {
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 
-// Reconcile validates the spec, runs every phase (one failing phase does not
-// stop the others), then writes the status once, and only when it changed.
-// A pass over a fleet that already matches its spec sends no write request.
+// Reconcile validates the spec; only a valid one is built: the Certificate
+// first (the Deployment waits for it), then the owned phases at once, where
+// one failing does not stop the others. The endpoint and pod observations
+// always run. The status is then written once, and only when it changed. A
+// pass over a fleet that already matches its spec sends no write request.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {

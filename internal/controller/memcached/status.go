@@ -67,9 +67,10 @@ type CertificateObservation struct {
 	Removed bool
 }
 
-// updateStatus sets the status from what the phases observed; it reads no
-// API and writes nothing, so it can be table-tested. Events compare it with
-// before, the conditions as the pass read them.
+// updateStatus sets the status from what the phases observed (ComputeStatus,
+// which reads no API and writes nothing, so it is table-tested), then sends
+// the pass's events (recordTransitions) against before, the conditions as
+// the pass read them.
 func (r *Reconciler) updateStatus(s *scope, errs []error, before []metav1.Condition) {
 	o := s.settled()
 	o.Deployment, o.Nodes, o.NodesObserved = s.deployment, s.nodes, s.nodesObserved
@@ -425,10 +426,6 @@ func (r *Reconciler) recordTransitions(s *scope, before []metav1.Condition) {
 	}
 }
 
-// eventWorthy reports whether a condition's change from old to c is news:
-// a flip, except into or out of ScalingUp (a scale-up the user asked for,
-// which at a thousand fleets was two event writes a fleet), and a pod lost
-// while scaling up, which turns ScalingUp into another reason.
 // eventConditions are the conditions whose changes send events.
 var eventConditions = []string{cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionDegraded}
 
@@ -438,6 +435,10 @@ func worthAnEvent(old, c *metav1.Condition) bool {
 	return c != nil && (old != nil || c.Status != metav1.ConditionFalse) && eventWorthy(old, c)
 }
 
+// eventWorthy reports whether a condition's change from old to c is news:
+// a flip, except into or out of ScalingUp (a scale-up the user asked for,
+// which at a thousand fleets was two event writes a fleet), and a pod lost
+// while scaling up, which turns ScalingUp into another reason.
 func eventWorthy(old, c *metav1.Condition) bool {
 	scaling := func(c *metav1.Condition) bool { return c.Reason == cachev1alpha1.ReasonScalingUp }
 	switch {
