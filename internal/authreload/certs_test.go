@@ -167,6 +167,11 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 				return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
 			}
 			g.Eventually(served).Should(Equal(int64(1001)))
+			user := ""
+			if withAuth {
+				user = "app"
+			}
+			kept := keepsItsCache(t, g, "127.0.0.1:"+plainPort, user, "secret")
 
 			// A plain-text client on the TLS port gets no answer.
 			conn, err := net.DialTimeout("tcp", "127.0.0.1:"+tlsPort, time.Second)
@@ -200,7 +205,7 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 			began := time.Now()
 			g.Eventually(served).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(int64(1002)))
 			t.Logf("new certificate served %s after the files changed", time.Since(began).Round(time.Millisecond))
-			g.Expect(mc.ProcessState).To(BeNil(), "memcached was not restarted")
+			kept(user, "secret")
 
 			// A key that does not match the certificate is refused by
 			// memcached, which keeps serving the certificate it had.

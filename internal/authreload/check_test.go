@@ -130,18 +130,8 @@ func memcachedStarts(t *testing.T, bin string, raw []byte) (bool, string) {
 // logsIn tells whether memcached at addr takes user and pass.
 func logsIn(t *testing.T, addr, user, pass string) bool {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	token := user + " " + pass
-	if _, err := fmt.Fprintf(conn, "set auth 0 0 %d\r\n%s\r\n", len(token), token); err != nil {
-		return false
-	}
-	answer, _ := bufio.NewReader(conn).ReadString('\n')
-	return answer == "STORED\r\n"
+	_, err := command(addr, user, pass, "")
+	return err == nil
 }
 
 // TestCheckedAuthFileStartsRealMemcached: every auth file the check lets
@@ -234,4 +224,50 @@ func FuzzRefreshAnswer(f *testing.F) {
 			t.Fatalf("an unbounded message: %d bytes", len(err.Error()))
 		}
 	})
+}
+
+// command sends one memcached text command to addr, after a login when user
+// is set, and returns its answer up to and including the line that ends it.
+func command(addr, user, pass, cmd string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	r := bufio.NewReader(conn)
+	if user != "" {
+		token := user + " " + pass
+		if _, err := fmt.Fprintf(conn, "set auth 0 0 %d\r\n%s\r\n", len(token), token); err != nil {
+			return "", err
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "STORED\r\n" {
+			return "", fmt.Errorf("login: %q %v", line, err)
+		}
+	}
+	if cmd == "" {
+		return "", nil
+	}
+	if _, err := fmt.Fprint(conn, cmd); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		out.WriteString(line)
+		if err != nil || line == "END\r\n" || line == "STORED\r\n" || strings.HasPrefix(line, "ERROR") || strings.HasPrefix(line, "CLIENT_ERROR") {
+			return out.String(), err
+		}
+	}
+}
+
+// keepsItsCache stores a key in memcached at addr and returns a check that
+// it is still there: a memcached that was restarted starts empty.
+func keepsItsCache(t *testing.T, g Gomega, addr, user, pass string) func(user, pass string) {
+	t.Helper()
+	g.Expect(command(addr, user, pass, "set kept 0 0 5\r\nhello\r\n")).To(Equal("STORED\r\n"))
+	return func(user, pass string) {
+		t.Helper()
+		g.Expect(command(addr, user, pass, "get kept\r\n")).To(Equal("VALUE kept 0 5\r\nhello\r\nEND\r\n"), "the same memcached, its cache whole")
+	}
 }

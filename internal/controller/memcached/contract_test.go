@@ -36,14 +36,14 @@ import (
 // The controller's side of the admission contract: this suite runs without
 // the webhooks, as `make run` and namespaces the webhooks exclude do.
 
-func userDeployment(ns, name string) *appsv1.Deployment {
+func userDeployment(ns, name string, labels map[string]string) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "mine"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mine"}},
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mine"}},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mine:1"}}},
 			},
 		},
@@ -91,7 +91,7 @@ var _ = Describe("Memcached controller without webhooks", func() {
 	})
 
 	It("never adopts a Deployment it does not control, and takes the name once it is free", func() {
-		theirs := userDeployment(ns, "memcached-sample")
+		theirs := userDeployment(ns, "memcached-sample", map[string]string{"app": "mine"})
 		Expect(k8s.Create(ctx, theirs)).To(Succeed())
 		mc := sample(ns, 3)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
@@ -134,17 +134,8 @@ var _ = Describe("Memcached controller without webhooks", func() {
 		// The labelled orphan of a deleted fleet of the same name, or a
 		// tenant's imitation: in the operator's cache, but never the fleet's.
 		labels := map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "memcached-sample", "app.kubernetes.io/managed-by": "memcached-operator"}
-		orphan := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample", Namespace: ns, Labels: labels},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](50),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
-				},
-			},
-		}
+		orphan := userDeployment(ns, "memcached-sample", labels)
+		orphan.Spec.Replicas = ptr.To[int32](50)
 		Expect(k8s.Create(ctx, orphan)).To(Succeed())
 		orphan.Status = appsv1.DeploymentStatus{ObservedGeneration: orphan.Generation, Replicas: 50, ReadyReplicas: 50, AvailableReplicas: 50, UpdatedReplicas: 50}
 		Expect(k8s.Status().Update(ctx, orphan)).To(Succeed())
