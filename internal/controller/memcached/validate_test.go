@@ -1,0 +1,67 @@
+package memcached
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
+)
+
+// TestValidateRatchetsSizeAgainstTheFleetsDeployment judges one
+// reconciler's --max-size alone: a fleet running above a cap lowered since
+// may shrink, not grow, measured against the Deployment the fleet controls
+// and no other.
+func TestValidateRatchetsSizeAgainstTheFleetsDeployment(t *testing.T) {
+	scheme := runtime.NewScheme()
+	NewWithT(t).Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	NewWithT(t).Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1"}}
+	running := func(controlled bool) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](5)}}
+		if controlled {
+			d.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(mc, cachev1alpha1.GroupVersion.WithKind("Memcached"))}
+		}
+		return d
+	}
+	cfg := policy.Config{DefaultImage: "memcached:test"}
+	for _, tc := range []struct {
+		name       string
+		deployment *appsv1.Deployment
+		size       int32
+		refused    bool
+	}{
+		{"no Deployment: within the cap", nil, 3, false},
+		{"no Deployment: above the cap", nil, 4, true},
+		{"shrinking from 5, still above the cap", running(true), 4, false},
+		{"keeping 5", running(true), 5, false},
+		{"growing from 5", running(true), 6, true},
+		{"a Deployment the fleet does not control sets no floor", running(false), 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			if tc.deployment != nil {
+				b = b.WithObjects(tc.deployment)
+			}
+			r := &Reconciler{Client: b.Build(), Defaults: cfg, Limits: policy.Limits{MaxSize: 3}}
+			fleet := mc.DeepCopy()
+			fleet.Spec.Size = ptr.To(tc.size)
+			s := &scope{original: fleet.DeepCopy(), memcached: fleet, spec: policy.Resolve(&fleet.Spec, cfg)}
+			g.Expect(r.validate(context.Background(), s)).To(Succeed())
+			if tc.refused {
+				g.Expect(s.invalid).To(ConsistOf(HaveField("Field", "spec.size")))
+			} else {
+				g.Expect(s.invalid).To(BeEmpty())
+			}
+		})
+	}
+}
