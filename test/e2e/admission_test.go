@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,7 +26,8 @@ func (a admissionCount) String() string {
 
 // startAdmissions creates a Memcached in ns with a server-side dry run every
 // 100 ms, through the API server and so through both webhooks, until the
-// returned stop is called; stop returns the count. A spec uses it to show
+// returned stop is called; stop returns the count. An admission counts as
+// failed when it was refused or came back without the webhook's defaults. A spec uses it to show
 // that something (a drain, an upgrade) never interrupts admission.
 func startAdmissions(ctx context.Context, ns string) (stop func() admissionCount) {
 	var (
@@ -48,6 +50,11 @@ func startAdmissions(ctx context.Context, ns string) (stop func() admissionCount
 				"spec":     map[string]any{"size": int64(1)},
 			}}
 			err := k8s.Create(ctx, mc, client.DryRunAll)
+			if _, defaulted, _ := unstructured.NestedFieldNoCopy(mc.Object, "spec", "maxConnections"); err == nil && !defaulted {
+				// Only the mutating webhook sets it: an admission it did not
+				// see (failurePolicy Ignore, or no webhook) is no success.
+				err = errors.New("admitted without the webhook's defaults")
+			}
 			mu.Lock()
 			count.attempts++
 			if err != nil {

@@ -336,7 +336,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		}
 	})
 
-	It("rolls a template change one pod at a time under client load", func() {
+	It("rolls a template change one pod at a time under client load, never below size pods serving", func() {
 		const size = 3
 		mustRun(kubectlApply(fleetManifest("rolled", "  size: 3\n")))
 		before := fleetReady("rolled", size)
@@ -352,7 +352,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		res := parseLoad(probeLog(ctx, load))
 		least := stop()
 		AddReportEntry("rollout under load", fmt.Sprintf("least pods ready %d of %d; load: %s", least, size, res))
-		Expect(least).To(BeNumerically(">=", size-1), "never two servers away at once")
+		Expect(least).To(BeNumerically(">=", size), "maxSurge 1, maxUnavailable 0: a new pod serves before an old one leaves, so no sample sees fewer than size")
 		Expect(res.failed*size).To(BeNumerically("<=", res.ops), "errors within one server's share")
 	})
 

@@ -99,15 +99,21 @@ func crdHasNetworkPolicy(ctx context.Context, g Gomega) bool {
 	return found
 }
 
-// fleetUIDs are the UIDs of every memcached pod of the suite's fleets.
-func fleetUIDs(ctx context.Context) map[string]types.UID {
+// fleetUIDs identify every memcached pod of the suite's fleets and the life
+// of each of its containers: the pod's UID and the containers' restart
+// counts, so a container restarted in place (its cache gone) is a change.
+func fleetUIDs(ctx context.Context) map[string]string {
 	GinkgoHelper()
 	pods := &corev1.PodList{}
 	Expect(k8s.List(ctx, pods, client.InNamespace(lifecycleNamespace), client.HasLabels{"app.kubernetes.io/instance"})).To(Succeed())
-	out := map[string]types.UID{}
+	out := map[string]string{}
 	for _, p := range pods.Items {
 		if strings.HasPrefix(p.Labels["app.kubernetes.io/instance"], "fleet-") && p.DeletionTimestamp == nil {
-			out[p.Name] = p.UID
+			id := string(p.UID)
+			for _, c := range p.Status.ContainerStatuses {
+				id += fmt.Sprintf(" %s:%d", c.Name, c.RestartCount)
+			}
+			out[p.Name] = id
 		}
 	}
 	return out
@@ -184,7 +190,7 @@ var _ = Describe("the operator's lifecycle with fleets serving", Ordered, Label(
 		chartA, chartB   string
 		imageA, imageB   string
 		fleets           []string
-		uids             map[string]types.UID
+		uids             map[string]string
 		loads            []*corev1.Pod
 		stopAvailability func() []string
 	)
