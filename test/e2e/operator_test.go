@@ -250,6 +250,11 @@ spec: {size: 1}`, "--dry-run=server")
 		Eventually(func() []string {
 			return strings.Fields(probe(ctx, ns, "dns-client", "dns", name+"."+ns+".svc.cluster.local"))
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(ConsistOf(ips))
+
+		By("_memcached._tcp.<name>.<namespace>.svc gives each of them with the port (SRV)")
+		records := strings.Fields(probe(ctx, ns, "srv-client", "srv", name+"."+ns+".svc.cluster.local"))
+		Expect(records).To(HaveLen(4))
+		Expect(records).To(HaveEach(MatchRegexp(`\.%s\.%s\.svc\.cluster\.local\.:11211$`, name, ns)))
 	})
 
 	It("stores a Memcached that gave only size with every default filled in", func() {

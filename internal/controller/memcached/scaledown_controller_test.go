@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,6 +99,32 @@ var _ = Describe("A scale-down of a fleet spread over zones", func() {
 		rv, err := strconv.ParseInt(d.ResourceVersion, 10, 64)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lastMark).To(BeNumerically("<", rv), "pods marked before the Deployment's scale-down")
+	})
+
+	It("leaves a scale-down during a rollout to the Deployment: no pod marked", func() {
+		mc := sample(ns, 3)
+		mc.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.DoNotSchedule}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
+		By("a rollout under way: one of three pods runs the new template")
+		Eventually(func(g Gomega) {
+			d := deploymentOf(mc)(g)
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 3}
+			g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+		}).Should(Succeed())
+		for i, node := range []string{"n1", "n1", "n2"} {
+			runningPod(ns, fmt.Sprintf("memcached-sample-%d", i), node, map[string]string{"n1": "a", "n2": "b"}[node])
+		}
+		cachedReady(ns, 3)
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		Consistently(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			for _, p := range pods.Items {
+				g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), "the Deployment spreads it over old and new pods")
+			}
+		}).Should(Succeed())
 	})
 
 	It("marks nothing without spread constraints: the ReplicaSet chooses", func() {

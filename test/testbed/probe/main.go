@@ -63,7 +63,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION, probe stop PID")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|srv|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION, probe stop PID")
 		os.Exit(2)
 	}
 	mode, arg := os.Args[1], os.Args[2]
@@ -98,6 +98,19 @@ func main() {
 			defer cancel()
 			addrs, err := net.DefaultResolver.LookupHost(ctx, arg)
 			return strings.Join(addrs, " "), err
+		}
+	case "srv":
+		// probe srv NAME: the _memcached._tcp SRV records of NAME, one
+		// "target:port" a line.
+		check = func() (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, records, err := net.DefaultResolver.LookupSRV(ctx, "memcached", "tcp", arg)
+			var lines []string
+			for _, r := range records {
+				lines = append(lines, fmt.Sprintf("%s:%d", r.Target, r.Port))
+			}
+			return strings.Join(lines, "\n"), err
 		}
 	case "memcached":
 		check = func() (string, error) { return memcached(arg, 5*time.Second) }
