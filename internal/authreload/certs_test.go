@@ -1,6 +1,7 @@
 package authreload
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -173,6 +174,31 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 			}
 			kept := keepsItsCache(t, g, "127.0.0.1:"+plainPort, user, "secret")
 
+			// TLS 1.2 at least: an older client is refused (memcached's own
+			// ssl_min_version default, and the image's OpenSSL, which refuses
+			// TLS 1.1 even when memcached is told to allow it).
+			_, old := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+tlsPort,
+				&tls.Config{RootCAs: ca.pool, ServerName: name, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}) //nolint:gosec // the refusal is what is tested
+			g.Expect(old).To(HaveOccurred(), "a TLS 1.1 handshake")
+
+			// A connection open across the refresh keeps its certificate and keeps serving.
+			held, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+tlsPort, &tls.Config{RootCAs: ca.pool, ServerName: name, MinVersion: tls.VersionTLS12})
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = held.Close() }()
+			heldReader := bufio.NewReader(held)
+			if withAuth {
+				_ = held.SetDeadline(time.Now().Add(2 * time.Second))
+				_, _ = held.Write([]byte("set auth 0 0 10\r\napp secret\r\n"))
+				g.Expect(heldReader.ReadString('\n')).To(Equal("STORED\r\n"))
+			}
+			heldVersion := func() string {
+				_ = held.SetDeadline(time.Now().Add(2 * time.Second))
+				_, _ = held.Write([]byte("version\r\n"))
+				line, _ := heldReader.ReadString('\n')
+				return line
+			}
+			g.Expect(heldVersion()).To(HavePrefix("VERSION "))
+
 			// A plain-text client on the TLS port gets no answer.
 			conn, err := net.DialTimeout("tcp", "127.0.0.1:"+tlsPort, time.Second)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -206,6 +232,8 @@ func TestRefreshesRealMemcachedCertificate(t *testing.T) {
 			g.Eventually(served).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(int64(1002)))
 			t.Logf("new certificate served %s after the files changed", time.Since(began).Round(time.Millisecond))
 			kept(user, "secret")
+			g.Expect(heldVersion()).To(HavePrefix("VERSION "), "the connection opened before the refresh still serves")
+			g.Expect(held.ConnectionState().PeerCertificates[0].SerialNumber.Int64()).To(Equal(int64(1001)), "with the certificate it was opened with")
 
 			// A key that does not match the certificate is refused by
 			// memcached, which keeps serving the certificate it had.

@@ -43,7 +43,7 @@ func TestBuildCertificate(t *testing.T) {
 	g.Expect(spec0["dnsNames"]).To(ConsistOf("cache", "cache.ns", "cache.ns.svc", "cache.ns.svc.cluster.local", "*.cache.ns.svc", "*.cache.ns.svc.cluster.local"))
 	g.Expect(spec0["usages"]).To(ConsistOf("server auth", "digital signature"), "no client auth: a fleet's certificate logs in to no other fleet of a shared issuer")
 	g.Expect(spec0["issuerRef"]).To(Equal(map[string]any{"name": "ca", "kind": "Issuer", "group": "cert-manager.io"}))
-	g.Expect(spec0["privateKey"]).To(HaveKeyWithValue("rotationPolicy", "Always"))
+	g.Expect(spec0["privateKey"]).To(Equal(map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"}), "ECDSA P-256, a new key at each renewal")
 
 	_, cluster := newMemcached(withTLS(func(t *cachev1alpha1.TLSSpec) {
 		t.IssuerRef = &cachev1alpha1.TLSIssuerReference{Name: "corp", Kind: ptr.To("ClusterIssuer"), Group: ptr.To("example.io")}
