@@ -212,7 +212,7 @@ func run(o options) error {
 		return fmt.Errorf("setting up controller: %w", err)
 	}
 
-	if err := memcached.RegisterMetrics(ctrlmetrics.Registry, mgr.GetCache()); err != nil {
+	if err := memcached.RegisterMetrics(ctrlmetrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -46,7 +46,7 @@ func (d *describer) Unregister(prometheus.Collector) bool { return true }
 func knownMetrics(t *testing.T) sets.Set[string] {
 	d := &describer{names: sets.New("up")}
 	d.MustRegister(exporter.NewCollector("127.0.0.1:1", time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err := memcached.RegisterMetrics(d, fake.NewClientBuilder().Build()); err != nil {
+	if err := memcached.RegisterMetrics(d, fake.NewClientBuilder().Build(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return d.names

@@ -226,7 +226,7 @@ var _ = Describe("monitoring with a real Prometheus", Ordered, Label("monitoring
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeNumerically(">", before[0].Value))
 	})
 
-	It("scrapes the operator through its authenticated endpoint and refuses a scrape without a token", func() {
+	It("scrapes every operator replica through its authenticated endpoint, the fleets' series from the leader alone, and refuses a scrape without a token", func() {
 		Eventually(func(g Gomega) {
 			targets, err := activeTargets(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -236,10 +236,13 @@ var _ = Describe("monitoring with a real Prometheus", Ordered, Label("monitoring
 					ours = append(ours, t)
 				}
 			}
-			g.Expect(ours).To(HaveLen(1))
-			g.Expect(ours[0].Health).To(Equal("up"), ours[0].LastError)
+			g.Expect(ours).To(HaveLen(2), "both replicas")
+			for _, t := range ours {
+				g.Expect(t.Health).To(Equal("up"), t.LastError)
+			}
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		// The per-fleet series keep the fleet's namespace (honorLabels).
+		// The per-fleet series keep the fleet's namespace (honorLabels), and
+		// only the leading replica sends them: one series, not one a replica.
 		Eventually(func(g Gomega) {
 			ready, err := promQuery(ctx, fmt.Sprintf(`memcached_operator_fleet_pods{namespace=%q, name="monitored", state="ready"}`, ns))
 			g.Expect(err).NotTo(HaveOccurred())

@@ -50,8 +50,12 @@ const (
 // FleetCollector reports, at scrape time, how many fleets each condition
 // holds for and each fleet's desired and ready pods, read from the
 // manager's cache: no state to keep in step with deletions, no API call.
+// Only the leading replica reports them: every replica's cache holds every
+// fleet, and a sum over replicas would count each fleet once a replica.
 type FleetCollector struct {
 	Reader client.Reader
+	// Leading tells whether this replica leads; nil: it always does.
+	Leading func() bool
 
 	fleets, pods *prometheus.Desc
 }
@@ -75,6 +79,9 @@ func (c *FleetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *FleetCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.Leading != nil && !c.Leading() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &cachev1alpha1.MemcachedList{}
@@ -108,9 +115,22 @@ func (c *FleetCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // RegisterMetrics adds the operator's metrics to reg (controller-runtime's
-// metrics.Registry in the manager), reading fleets through reader.
-func RegisterMetrics(reg prometheus.Registerer, reader client.Reader) error {
-	for _, c := range []prometheus.Collector{applyRequests, extractions, statusWrites, reconcileErrors, NewFleetCollector(reader)} {
+// metrics.Registry in the manager), reading fleets through reader and
+// reporting them while elected is closed (the manager's Elected(); nil:
+// always).
+func RegisterMetrics(reg prometheus.Registerer, reader client.Reader, elected <-chan struct{}) error {
+	fleets := NewFleetCollector(reader)
+	if elected != nil {
+		fleets.Leading = func() bool {
+			select {
+			case <-elected:
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	for _, c := range []prometheus.Collector{applyRequests, extractions, statusWrites, reconcileErrors, fleets} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ var _ = BeforeSuite(func() {
 		Recheck:   time.Second,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
-	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache())).To(Succeed())
+	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache(), mgr.Elected())).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
