@@ -80,19 +80,9 @@ type Reconciler struct {
 	// 0 writes every change.
 	ProgressInterval time.Duration
 
-	// lastWrite holds each fleet's last status write by this process
-	// (types.NamespacedName → statusWrite).
-	lastWrite sync.Map
-	// startHeld holds, for each fleet whose report of a new generation
-	// (StartOnly) is held, the generation and since when
-	// (types.NamespacedName → heldStart).
-	startHeld sync.Map
-	// applied remembers which owned objects hold what they should.
-	applied appliedLedger
-	// monitored holds the fleets this process gave a ServiceMonitor.
-	monitored sync.Map
-	// certified holds the fleets this process gave a Certificate.
-	certified sync.Map
+	// fleetMemory is what this process remembers of each fleet between
+	// passes.
+	fleetMemory
 	// backlog is how many fleets wait for a worker: the length of the queue
 	// the controller makes when it starts (newQueue); unset counts none.
 	backlog atomic.Pointer[func() int]
@@ -231,11 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mc := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.lastWrite.Delete(req.NamespacedName)
-			r.startHeld.Delete(req.NamespacedName)
-			r.applied.forget(req.NamespacedName)
-			r.monitored.Delete(req.NamespacedName)
-			r.certified.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
