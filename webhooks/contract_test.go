@@ -222,7 +222,7 @@ func withoutWebhooks() {
 	Eventually(func(g Gomega) {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy")), "the policies are in force")
-		g.Expect(err).NotTo(MatchError(ContainSubstring("daemonizes")), "and the webhooks gone")
+		g.Expect(err).NotTo(MatchError(ContainSubstring("admission webhook")), "and the webhooks gone")
 	}).Should(Succeed())
 }
 

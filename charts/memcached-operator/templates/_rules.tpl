@@ -68,6 +68,23 @@ X.?claims.orValue([]).size() == 0 && [X.?limits.orValue({}), X.?requests.orValue
   expression: "V.args.transformList(i, a, V.isValue[i] ? '' : a.startsWith('--') ? variables.longLetter[?V.long[i]].orValue('') : V.shortHead[i] != '' ? V.shortHead[i].substring(size(V.shortHead[i]) - 1) : '')"
 - name: value
   expression: "V.args.transformList(i, a, V.letter[i] == '' ? '' : a.startsWith('--') && a.contains('=') ? a.substring(a.indexOf('=') + 1) : !a.startsWith('--') && size(a) > size(V.shortHead[i]) ? a.substring(size(V.shortHead[i])) : i + 1 < size(V.args) ? V.args[i + 1] : '')"
+- name: argOK
+  expression: >-
+    V.args.transformList(i, a, V.isValue[i] ? !a.startsWith('-') :
+    a.startsWith('--') ? a != '--' && V.long[i] in variables.longAllowed && (V.long[i] in variables.longValued ? a.contains('=') || i + 1 < size(V.args) : !a.contains('=')) :
+    size(a) > 1 && a.matches(r'^-[MCFXW]*([RbBfnDo].*)?$') && (V.shortHead[i] != a || i + 1 < size(V.args)))
+- name: badArgs
+  expression: "V.argOK.transformList(i, ok, ok ? -1 : i).filter(i, i >= 0)"
+- name: valueOK
+  expression: >-
+    V.args.transformList(i, a, V.letter[i] == '' || (V.value[i].trim() != '' &&
+    (V.letter[i] == 'B' ? V.value[i] in ['auto', 'binary', 'ascii'] && (!has(@.spec.auth) || V.value[i] == 'ascii') :
+    V.letter[i] in ['R', 'b', 'n'] ? V.value[i].matches(r'^[+]?[0-9]{1,18}$') && int(V.value[i]) > 0 :
+    V.letter[i] == 'f' ? V.value[i].matches(r'^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]{1,3})?$') && double(V.value[i]) > 1.0 :
+    V.letter[i] == 'D' ? V.value[i].matches(r'^[\x00-\x7f]$') :
+    V.value[i].split(',').all(s, s.trim().split('=')[0] in variables.extendedOptions))))
+- name: badValues
+  expression: "V.valueOK.transformList(i, ok, ok ? -1 : i).filter(i, i >= 0)"
 - name: exporter
   expression: "@.spec.?monitoring.?exporter.?enabled.orValue(false)"
 - name: tls
@@ -92,20 +109,32 @@ X.?claims.orValue([]).size() == 0 && [X.?limits.orValue({}), X.?requests.orValue
   expression: "!has(@.spec.maxConnections) || @.spec.maxConnections >= 5 * V.threads + 16"
   message: "spec.maxConnections: must be at least 5 × threads + 16: memcached needs those descriptors itself and refuses to start otherwise"
 - name: extraArgs
-  expression: >-
-    V.args.all(i, a, V.isValue[i] ? !a.startsWith('-') :
-    a.startsWith('--') ? a != '--' && V.long[i] in variables.longAllowed && (V.long[i] in variables.longValued ? a.contains('=') || i + 1 < size(V.args) : !a.contains('=')) :
-    size(a) > 1 && a.matches(r'^-[MCFXW]*([RbBfnDo].*)?$') && (V.shortHead[i] != a || i + 1 < size(V.args)))
-  message: "spec.extraArgs: only -M, -C, -F, -X, -W, -R, -b, -B, -f, -n, -D, -o and their long forms, each with its value (a separate value may not start with '-'): the other options are set by a field, or cannot run in the fleet's container"
+  expression: "V.badArgs.size() == 0"
+  message: "spec.extraArgs: only -M, -C, -F, -X, -W, -R, -b, -B, -f, -n, -D, -o and their long forms, each with its value"
+  messageExpression: >-
+    'spec.extraArgs[' + string(V.badArgs[0]) + ']: ' + V.args[V.badArgs[0]] + ': ' + (
+    V.isValue[V.badArgs[0]] ? 'a separate option value may not start with \'-\' (attach it, as in -D-)' :
+    V.args[V.badArgs[0]] == '--' ? 'ends memcached\'s options; everything after it would be ignored' :
+    V.args[V.badArgs[0]].startsWith('--') ? (
+    V.long[V.badArgs[0]] == '?' ? '--' + V.longNames[V.badArgs[0]] + ' is not a memcached option, or names more than one: memcached refuses to start' :
+    variables.longToShort[V.long[V.badArgs[0]]] in variables.shortReasons ? '--' + V.long[V.badArgs[0]] + ' ' + variables.shortReasons[variables.longToShort[V.long[V.badArgs[0]]]] :
+    V.long[V.badArgs[0]] in variables.longValued ? '--' + V.long[V.badArgs[0]] + ' needs a value' : '--' + V.long[V.badArgs[0]] + ' takes no value') :
+    size(V.args[V.badArgs[0]]) < 2 || !V.args[V.badArgs[0]].startsWith('-') ? 'is not an option; memcached takes options only (for example -o modern or --disable-cas)' :
+    V.args[V.badArgs[0]].find(r'^-[^RbBfnDo]*').substring(1).split('').filter(c, c != '' && !(c in ['M', 'C', 'F', 'X', 'W'])).size() == 0 ? 'needs a value' :
+    V.args[V.badArgs[0]].find(r'^-[^RbBfnDo]*').substring(1).split('').filter(c, c != '' && !(c in ['M', 'C', 'F', 'X', 'W'])).map(c,
+    '-' + c + ' ' + (c in variables.shortReasons ? variables.shortReasons[c] : 'is not a memcached option: memcached refuses to start')).join('; '))
 - name: extraArgValues
-  expression: >-
-    V.args.all(i, a, V.letter[i] == '' || (V.value[i].trim() != '' &&
-    (V.letter[i] == 'B' ? V.value[i] in ['auto', 'binary', 'ascii'] && (!has(@.spec.auth) || V.value[i] == 'ascii') :
-    V.letter[i] in ['R', 'b', 'n'] ? V.value[i].matches(r'^[+]?[0-9]{1,18}$') && int(V.value[i]) > 0 :
-    V.letter[i] == 'f' ? V.value[i].matches(r'^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]{1,3})?$') && double(V.value[i]) > 1.0 :
-    V.letter[i] == 'D' ? V.value[i].matches(r'^[\x00-\x7f]$') :
-    V.value[i].split(',').all(s, s.trim().split('=')[0] in variables.extendedOptions))))
-  message: "spec.extraArgs: -B takes auto, binary or ascii (only ascii with spec.auth); -R, -b and -n a whole number above 0; -f a number above 1; -D one character; -o memcached 1.6's sub-options that run in the fleet's pod (no ssl_*, ext_* or slab_chunk_max)"
+  expression: "V.badValues.size() == 0"
+  message: "spec.extraArgs: -B takes auto, binary or ascii (only ascii with spec.auth); -R, -b and -n a whole number above 0; -f a number above 1; -D one character; -o memcached 1.6's sub-options that run in the fleet's pod"
+  messageExpression: >-
+    'spec.extraArgs[' + string(V.badValues[0]) + ']: ' + V.args[V.badValues[0]] + ': -' + V.letter[V.badValues[0]] + ' ' + (
+    V.value[V.badValues[0]].trim() == '' ? 'needs a value' :
+    V.letter[V.badValues[0]] == 'B' ? (has(@.spec.auth) ? 'must be ascii: spec.auth is memcached\'s ASCII authentication, which serves the ASCII protocol only' : 'takes auto, binary or ascii') :
+    V.letter[V.badValues[0]] in ['R', 'b', 'n'] ? 'takes a whole number above 0' :
+    V.letter[V.badValues[0]] == 'f' ? 'takes a number above 1' :
+    V.letter[V.badValues[0]] == 'D' ? 'takes one character' :
+    'takes memcached 1.6\'s sub-options that run in the fleet\'s pod (no ssl_*, ext_* or slab_chunk_max): ' + V.value[V.badValues[0]].split(',').filter(s, !(s.trim().split('=')[0] in variables.extendedOptions)).join(', ') + ' is not one') +
+    ': memcached refuses to start otherwise'
 - name: ports
   expression: "!V.exporter || (@.spec.?port.orValue(0) != 9150 && @.spec.?tls.?plaintextPort.orValue(0) != 9150)"
   message: "spec.port, spec.tls.plaintextPort: port 9150 is the exporter's, which runs in the same pod: choose another port"
