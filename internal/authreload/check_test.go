@@ -241,8 +241,10 @@ func command(addr, user, pass, cmd string) (string, error) {
 		if _, err := fmt.Fprintf(conn, "set auth 0 0 %d\r\n%s\r\n", len(token), token); err != nil {
 			return "", err
 		}
-		if line, err := r.ReadString('\n'); err != nil || line != "STORED\r\n" {
-			return "", fmt.Errorf("login: %q %v", line, err)
+		if line, err := r.ReadString('\n'); err != nil {
+			return "", fmt.Errorf("login: %w", err)
+		} else if line != "STORED\r\n" {
+			return "", fmt.Errorf("login: %q", line)
 		}
 	}
 	if cmd == "" {

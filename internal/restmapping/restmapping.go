@@ -83,27 +83,32 @@ func (m *Memo) Reset() {
 
 func (m *Memo) wrapped() meta.RESTMapper { return m.state.Load().mapper }
 
-// KindFor and the methods below go to the wrapped mapper.
+// KindFor goes to the wrapped mapper, as do the methods below.
 func (m *Memo) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return m.wrapped().KindFor(r)
 }
 
+// KindsFor goes to the wrapped mapper.
 func (m *Memo) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
 	return m.wrapped().KindsFor(r)
 }
 
+// ResourceFor goes to the wrapped mapper.
 func (m *Memo) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
 	return m.wrapped().ResourceFor(r)
 }
 
+// ResourcesFor goes to the wrapped mapper.
 func (m *Memo) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
 	return m.wrapped().ResourcesFor(r)
 }
 
+// RESTMappings goes to the wrapped mapper.
 func (m *Memo) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
 	return m.wrapped().RESTMappings(gk, versions...)
 }
 
+// ResourceSingularizer goes to the wrapped mapper.
 func (m *Memo) ResourceSingularizer(resource string) (string, error) {
 	return m.wrapped().ResourceSingularizer(resource)
 }

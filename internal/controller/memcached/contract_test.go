@@ -138,7 +138,7 @@ var _ = Describe("Memcached controller without webhooks", func() {
 		Expect(k8s.Status().Update(ctx, orphan)).To(Succeed())
 
 		By("a TLS fleet waiting for its Certificate reports no pods of the orphan's")
-		mc := withFleetTLS(sample(ns, 2), "ca")
+		mc := withFleetTLS(sample(ns, 2))
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		Eventually(condition(mc, cachev1alpha1.ConditionCertificateReady)).Should(HaveField("Status", metav1.ConditionFalse))
 		Consistently(func(g Gomega) []int32 {

@@ -66,14 +66,14 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 	if !wanted && !had {
 		return optionalNone, nil, nil
 	}
-	removed := func() (optionalOutcome, *unstructured.Unstructured, error) {
+	removed := func() optionalOutcome {
 		k.memo.Delete(key)
-		return optionalRemoved, nil, nil
+		return optionalRemoved
 	}
 	if _, err := r.Client.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); meta.IsNoMatchError(err) {
 		if !wanted {
 			// Without the API there is nothing left to delete.
-			return removed()
+			return removed(), nil, nil
 		}
 		return optionalAPIMissing, nil, nil
 	} else if err != nil {
@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 	apiGone := func() (optionalOutcome, *unstructured.Unstructured, error) {
 		r.forgetMappings()
 		if !wanted {
-			return removed()
+			return removed(), nil, nil
 		}
 		return optionalAPIMissing, nil, nil
 	}
@@ -97,7 +97,7 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 		return 0, nil, fmt.Errorf("reading %s %s: %w", k.gvk.Kind, key, err)
 	case exists && !metav1.IsControlledBy(live, s.memcached):
 		if !wanted {
-			return removed()
+			return removed(), nil, nil
 		}
 		return 0, nil, nameConflict(k.gvk.Kind, live)
 	case !wanted:
@@ -106,7 +106,7 @@ func (r *Reconciler) reconcileOptional(ctx context.Context, s *scope, k optional
 				return 0, nil, fmt.Errorf("deleting %s %s: %w", k.gvk.Kind, key, err)
 			}
 		}
-		return removed()
+		return removed(), nil, nil
 	}
 	k.memo.Store(key, struct{}{})
 	desired := build()

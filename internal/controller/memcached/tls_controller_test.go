@@ -16,8 +16,9 @@ import (
 	"github.com/example/memcached-operator/internal/controller/memcached"
 )
 
-func withFleetTLS(mc *cachev1alpha1.Memcached, issuer string) *cachev1alpha1.Memcached {
-	mc.Spec.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: issuer}}
+// withFleetTLS turns TLS on with the Issuer "ca".
+func withFleetTLS(mc *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
+	mc.Spec.TLS = &cachev1alpha1.TLSSpec{Enabled: true, IssuerRef: &cachev1alpha1.TLSIssuerReference{Name: "ca"}}
 	return mc
 }
 
@@ -64,7 +65,7 @@ var _ = Describe("A fleet with spec.tls", func() {
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("owns a Certificate, waits for it to be Ready before building the Deployment, and deletes it when TLS is turned off", func() {
-		mc := withFleetTLS(sample(ns, 2), "ca")
+		mc := withFleetTLS(sample(ns, 2))
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 
 		By("creating the Certificate, owned by the fleet, for the Service's names, into <name>-tls")
@@ -120,7 +121,7 @@ var _ = Describe("A fleet with spec.tls", func() {
 	})
 
 	It("puts back a Certificate edited by hand, and leaves one it does not own alone", func() {
-		mc := withFleetTLS(sample(ns, 1), "ca")
+		mc := withFleetTLS(sample(ns, 1))
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		Eventually(certificateOf(mc)).Should(Not(BeNil()))
 		c := certificateOf(mc)(Default)
@@ -130,7 +131,7 @@ var _ = Describe("A fleet with spec.tls", func() {
 			return nestedStrings(certificateOf(mc)(g), "spec", "dnsNames")
 		}).Should(ContainElement(mc.Name + "." + ns + ".svc"))
 
-		other := withFleetTLS(sample(ns, 1), "ca")
+		other := withFleetTLS(sample(ns, 1))
 		other.Name = "taken"
 		foreign := &unstructured.Unstructured{}
 		foreign.SetGroupVersionKind(memcached.CertificateGVK)
