@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -464,6 +465,25 @@ spec: {size: 1}`))
 			j := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.UID == now[i].UID })
 			Expect(now[i].Status.ContainerStatuses[0].RestartCount).To(Equal(pods[j].Status.ContainerStatuses[0].RestartCount), now[i].Name)
 		}
+	})
+
+	It("confines a fleet with spec.appArmorProfile where its node runs AppArmor; elsewhere the kubelet refuses its pods, which is why it is off by default", func() {
+		mustRun(kubectlApply(strings.Replace(mcManifest("size: 1\n  appArmorProfile: RuntimeDefault"), "name: rejected", "name: confined", 1)))
+		DeferCleanup(func() { _, _ = kubectl("delete", "memcached", "confined", "-n", appNamespace, "--wait=false") })
+		// The testbed's nodes share this machine's kernel.
+		enabled, _ := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+		if strings.TrimSpace(string(enabled)) == "Y" {
+			mustRun(kubectl("wait", "-n", appNamespace, "--for=condition=Ready", "memcached/confined", "--timeout=3m"))
+			return
+		}
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(appNamespace), client.MatchingLabels{"app.kubernetes.io/instance": "confined"})).To(Succeed())
+			g.Expect(pods.Items).To(ContainElement(And(
+				HaveField("Status.Phase", corev1.PodFailed), HaveField("Status.Reason", "AppArmor"),
+				HaveField("Status.Message", ContainSubstring("AppArmor is not enabled on the host")))))
+		}).WithTimeout(wait).Should(Succeed())
+		AddReportEntry("appArmorProfile on a node without AppArmor", "the kubelet refused the pod: AppArmor is not enabled on the host")
 	})
 
 	It("enforces the restricted Pod Security Standard where operator and fleets run", func() {
