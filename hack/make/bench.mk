@@ -70,6 +70,6 @@ bench-netns:
 	  ip -n $(BENCH_NETNS) link set lo up; fi
 
 .PHONY: bench-docs
-bench-docs: ## Copy the last run's table, results.json and plots into docs/bench/n$(BENCH_N)/ (docs/benchmarks.md shows them).
+bench-docs: ## Copy the last run's table, results.json and plots into docs/bench/n$(BENCH_N)/ (docs/performance.md cites the runs it shows).
 	@mkdir -p docs/bench/n$(BENCH_N)
 	cp $(BENCH_DIR)/results.md $(BENCH_DIR)/results.json $(BENCH_DIR)/*.png docs/bench/n$(BENCH_N)/

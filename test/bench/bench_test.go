@@ -101,7 +101,7 @@ func TestMemoryTargetIsTheCharts(t *testing.T) {
 }
 
 // TestTableNamesTheOrder: the order of the two clients moves the ratio
-// (docs/benchmarks.md), so a table never leaves it out.
+// (docs/performance.md), so a table never leaves it out.
 func TestTableNamesTheOrder(t *testing.T) {
 	g := NewWithT(t)
 	for order, want := range map[string]string{

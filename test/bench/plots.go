@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plot file names under the output folder (docs/benchmarks.md links the
+// Plot file names under the output folder (docs/performance.md links the
 // copies in docs/bench/).
 const (
 	plotTimeline  = "converge-timeline.png"

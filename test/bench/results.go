@@ -327,7 +327,7 @@ func (r *results) failedChecks(ci bool) []string {
 	return out
 }
 
-// table is the summary printed on stdout (and pasted in docs/benchmarks.md).
+// table is the summary printed on stdout (and copied into docs/bench/ by make bench-docs).
 func (r *results) table() string {
 	var sb strings.Builder
 	order := map[string]string{

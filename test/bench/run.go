@@ -40,7 +40,7 @@ type runFlags struct {
 }
 
 // The orders the two clients run in on one control plane. Whoever runs
-// second was measured 14-21 % slower at N=1000 (docs/benchmarks.md), so a
+// second was measured 14-21 % slower at N=1000, so a
 // single order measures the order as much as the operator; balanced runs
 // reference, operator, operator, reference and compares the means.
 const (
@@ -440,7 +440,7 @@ func (b *bench) operatorResize(ctx context.Context, ns string) error {
 	b.res.Operator.Resize = p
 	// After a resize the cache holds more pods and the event broadcaster
 	// both phases' events, so the heap is larger than the converge's
-	// profile shows; a 64 MiB limit was reached here (docs/benchmarks.md).
+	// profile shows; a 64 MiB limit was reached here.
 	b.heapProfile(ctx, "resized-heap.pprof")
 	return err
 }
