@@ -552,3 +552,20 @@ func TestParseItemSize(t *testing.T) {
 		g.Expect(err).To(HaveOccurred(), in)
 	}
 }
+
+// TestCheckKeepsOnlyWhatWasAccepted: the controller's entry point refuses
+// every breach it was not told the fleet already had, and never keeps what
+// the operator's flags would have to fill in.
+func TestCheckKeepsOnlyWhatWasAccepted(t *testing.T) {
+	g := NewWithT(t)
+	mc := &cachev1alpha1.Memcached{Spec: cachev1alpha1.MemcachedSpec{PodAnnotations: map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "x", "k8s.io/other": "y"}}}
+	mc.Name = "mc"
+	errs := policy.Validate(mc)
+	g.Expect(errs).To(HaveLen(2))
+	resolved := policy.Resolve(&mc.Spec, policy.Config{})
+	refused, kept := policy.Check(mc, resolved, []string{policy.RuleKey(errs[0])})
+	g.Expect(kept).To(ConsistOf(errs[0]))
+	g.Expect(paths(refused)).To(ConsistOf(errs[1].Field, "spec.image"), "no --default-image: never kept")
+	g.Expect(policy.RuleKey(errs[0])).To(Equal(policy.RuleKey(policy.Validate(mc.DeepCopy())[0])), "the same breach, the same key")
+	g.Expect(policy.RuleKey(errs[0])).NotTo(Equal(policy.RuleKey(errs[1])))
+}

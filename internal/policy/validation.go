@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -91,6 +93,32 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 		warnings = append(warnings, RestartWarning)
 	}
 	return errs, warnings
+}
+
+// Check is the controller's entry point to the rules, ratcheted as admission
+// ratchets updates: the errors of Validate and ValidateResolved, less those
+// the fleet already had when it was last built (accepted, as RuleKeys). A
+// rule tightened by an operator upgrade so never stops reconciling a fleet
+// that broke it before, while a new breach is refused.
+// What ValidateResolved finds (an image only the operator's flags could
+// name) is never kept: nothing could be built from it.
+func Check(mc *cachev1alpha1.Memcached, resolved *cachev1alpha1.MemcachedSpec, accepted []string) (refused, kept field.ErrorList) {
+	for _, e := range Validate(mc) {
+		if slices.Contains(accepted, RuleKey(e)) {
+			kept = append(kept, e)
+		} else {
+			refused = append(refused, e)
+		}
+	}
+	return append(refused, ValidateResolved(resolved)...), kept
+}
+
+// RuleKey names an error by what Ratchet compares (the field, the kind of
+// error, the complaint and the value), short enough to be recorded on the
+// Deployment built despite it.
+func RuleKey(e *field.Error) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%v", e.Type, e.Field, e.Detail, e.BadValue))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Ratchet drops the errors the old object had already: same field, same

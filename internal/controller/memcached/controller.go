@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,9 @@ type scope struct {
 	spec *cachev1alpha1.MemcachedSpec
 	// invalid holds the rules the spec breaks; nothing is built then.
 	invalid field.ErrorList
+	// kept holds the rules it breaks as it did when it was last built,
+	// which do not stop it being built (acceptedRules).
+	kept field.ErrorList
 	// current is the Deployment as the cache held it when the pass began;
 	// nil when there was none.
 	current *appsv1.Deployment
@@ -328,7 +332,6 @@ func (r *Reconciler) recheck() time.Duration {
 // Deployment's replicas: a fleet above a lowered cap keeps running and may
 // shrink, but is never grown past it.
 func (r *Reconciler) validate(ctx context.Context, s *scope) error {
-	s.invalid = append(policy.Validate(s.memcached), policy.ValidateResolved(s.spec)...)
 	var current *int32
 	dep := &appsv1.Deployment{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {
@@ -342,8 +345,38 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading Deployment %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
+	s.invalid, s.kept = policy.Check(s.memcached, s.spec, acceptedRules(s))
 	s.invalid = append(s.invalid, policy.ValidateSize(field.NewPath("spec", "size"), s.memcached.Spec.Size, current, r.Limits)...)
 	return nil
+}
+
+// AcceptedRulesAnnotation, on a fleet's Deployment, lists the rules
+// (policy.RuleKey) its spec broke when it was last built: rules tightened
+// since it was admitted, which keep it reconciled while it breaks them as it
+// did, as admission lets its other edits through.
+const AcceptedRulesAnnotation = "memcached.cache.example.com/accepted-rules"
+
+// acceptedRules are the rules the fleet may go on breaking: those recorded
+// on its Deployment; or, on a Deployment an operator before this record
+// built, every rule the spec breaks now, if that operator built this very
+// generation (the status observed it and did not find it invalid).
+func acceptedRules(s *scope) []string {
+	if s.current == nil {
+		return nil
+	}
+	if v, ok := s.current.Annotations[AcceptedRulesAnnotation]; ok {
+		return strings.Split(v, ",")
+	}
+	mc := s.memcached
+	degraded := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionDegraded)
+	if mc.Status.ObservedGeneration != mc.Generation || degraded == nil || degraded.Reason == cachev1alpha1.ReasonInvalidSpec {
+		return nil
+	}
+	var all []string
+	for _, e := range policy.Validate(mc) {
+		all = append(all, policy.RuleKey(e))
+	}
+	return all
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +91,14 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 	}
 	dep := &appsv1.Deployment{}
 	desired := BuildDeployment(s.memcached, spec)
+	if len(s.kept) > 0 {
+		keys := make([]string, 0, len(s.kept))
+		for _, e := range s.kept {
+			keys = append(keys, policy.RuleKey(e))
+		}
+		slices.Sort(keys)
+		desired.WithAnnotations(map[string]string{AcceptedRulesAnnotation: strings.Join(slices.Compact(keys), ",")})
+	}
 	created, err := applyIfChanged(ctx, r, s.memcached, "Deployment", dep, desired, appsv1ac.ExtractDeployment,
 		func(live *appsv1.Deployment, current *appsv1ac.DeploymentApplyConfiguration) {
 			r.announceRollout(ctx, s, live, current, desired)

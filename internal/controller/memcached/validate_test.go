@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -64,4 +65,50 @@ func TestValidateRatchetsSizeAgainstTheFleetsDeployment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARuleTightenedSinceKeepsTheFleetReconciled: a fleet an operator
+// before a rule built goes on being reconciled and resized while it breaks
+// that rule as it did, as admission lets its edits through; a new breach is
+// refused, and once fixed the rule holds again.
+func TestARuleTightenedSinceKeepsTheFleetReconciled(t *testing.T) {
+	g := NewWithT(t)
+	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {}, false)
+	rig.armed.Store(false)
+	ctx := context.Background()
+	edit := func(generation int64, change func(*cachev1alpha1.MemcachedSpec)) {
+		t.Helper()
+		mc := rig.fleet(g)
+		change(&mc.Spec)
+		mc.Generation = generation
+		g.Expect(rig.c.Update(ctx, mc)).To(Succeed())
+		g.Expect(rig.pass()).To(Succeed())
+	}
+	deployment := func() *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		g.Expect(rig.c.Get(ctx, client.ObjectKeyFromObject(rig.mc), d)).To(Succeed())
+		return d
+	}
+	degraded := func() metav1.Condition { return rig.condition(g, cachev1alpha1.ConditionDegraded) }
+	const seccomp, apparmor = "seccomp.security.alpha.kubernetes.io/pod", "container.apparmor.security.beta.kubernetes.io/memcached"
+
+	// The generation the status observed, as the operator before the
+	// reserved-annotation rule admitted and built it.
+	edit(1, func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = map[string]string{seccomp: "runtime/default"} })
+	g.Expect(degraded().Reason).NotTo(Equal(cachev1alpha1.ReasonInvalidSpec))
+	g.Expect(deployment().Annotations).To(HaveKey(AcceptedRulesAnnotation), "the rule it breaks is recorded with what was built")
+
+	edit(2, func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](4) })
+	g.Expect(degraded().Reason).NotTo(Equal(cachev1alpha1.ReasonInvalidSpec))
+	g.Expect(*deployment().Spec.Replicas).To(Equal(int32(4)), "resized")
+
+	edit(3, func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations[apparmor] = "unconfined" })
+	g.Expect(degraded()).To(And(HaveField("Reason", cachev1alpha1.ReasonInvalidSpec),
+		HaveField("Message", ContainSubstring(apparmor)), HaveField("Message", Not(ContainSubstring(seccomp)))), "only the new breach")
+
+	edit(4, func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = nil })
+	g.Expect(degraded().Reason).NotTo(Equal(cachev1alpha1.ReasonInvalidSpec))
+	g.Expect(deployment().Annotations).NotTo(HaveKey(AcceptedRulesAnnotation))
+	edit(5, func(s *cachev1alpha1.MemcachedSpec) { s.PodAnnotations = map[string]string{seccomp: "runtime/default"} })
+	g.Expect(degraded().Reason).To(Equal(cachev1alpha1.ReasonInvalidSpec), "fixed once, the rule holds")
 }
