@@ -350,8 +350,8 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// AcceptedRulesAnnotation, on a fleet's Deployment, lists the rules
-// (policy.RuleKey) its spec broke when it was last built: rules tightened
+// AcceptedRulesAnnotation is the annotation of a fleet's Deployment that
+// lists the rules (policy.RuleKey) its spec broke when it was last built: rules tightened
 // since it was admitted, which keep it reconciled while it breaks them as it
 // did, as admission lets its other edits through.
 const AcceptedRulesAnnotation = "memcached.cache.example.com/accepted-rules"
