@@ -137,6 +137,17 @@ func markRolledOut(mc *cachev1alpha1.Memcached) {
 	}).Should(Succeed())
 }
 
+// rollingOut stands in for the Deployment controller mid-rollout: of
+// replicas pods, updated run the current template and ready serve.
+func rollingOut(mc *cachev1alpha1.Memcached, replicas, updated, ready int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		d := deploymentOf(mc)(g)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: ready, AvailableReplicas: ready}
+		g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+	}).Should(Succeed())
+}
+
 func condition(mc *cachev1alpha1.Memcached, t string) func(Gomega) metav1.Condition {
 	return func(g Gomega) metav1.Condition {
 		cur := &cachev1alpha1.Memcached{}
@@ -292,11 +303,7 @@ var _ = Describe("Memcached controller", func() {
 		Consistently(condition(mc, cachev1alpha1.ConditionReady), "1s").Should(HaveField("Status", metav1.ConditionFalse))
 
 		By("a surge pod mid-rollout keeps it Available and not Ready")
-		Eventually(func(g Gomega) {
-			d := deploymentOf(mc)(g)
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 1, ReadyReplicas: 4, AvailableReplicas: 4}
-			g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
-		}).Should(Succeed())
+		rollingOut(mc, 4, 1, 4)
 		Eventually(condition(mc, cachev1alpha1.ConditionProgressing)).Should(HaveField("Message", ContainSubstring("1 of 3 pods run the current spec")))
 		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default).Status).To(Equal(metav1.ConditionTrue))
 		Expect(condition(mc, cachev1alpha1.ConditionReady)(Default).Status).To(Equal(metav1.ConditionFalse))

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -18,10 +17,9 @@ import (
 // so a standby reports none, and a sum over replicas counts each fleet once.
 func TestOnlyTheLeaderReportsFleets(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}}
-	c := NewFleetCollector(fake.NewClientBuilder().WithScheme(scheme).WithObjects(mc).Build())
+	c := NewFleetCollector(fake.NewClientBuilder().WithScheme(unitScheme(g)).WithObjects(&cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+	}).Build())
 	leading := false
 	c.Leading = func() bool { return leading }
 	reg := prometheus.NewPedanticRegistry()

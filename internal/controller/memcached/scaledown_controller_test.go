@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +51,19 @@ func cachedReady(ns string, n int) {
 		}
 		return ready
 	}).Should(Equal(n))
+}
+
+// noPodMarked holds, for a while, that no pod in ns carries the scale-down's
+// deletion cost: the choice is why's.
+func noPodMarked(ns, why string) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		for _, p := range pods.Items {
+			g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), why)
+		}
+	}).Should(Succeed())
 }
 
 var _ = Describe("A scale-down of a fleet spread over zones", func() {
@@ -107,24 +119,14 @@ var _ = Describe("A scale-down of a fleet spread over zones", func() {
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(3)))
 		By("a rollout under way: one of three pods runs the new template")
-		Eventually(func(g Gomega) {
-			d := deploymentOf(mc)(g)
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 3}
-			g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
-		}).Should(Succeed())
+		rollingOut(mc, 4, 1, 3)
 		for i, node := range []string{"n1", "n1", "n2"} {
 			runningPod(ns, fmt.Sprintf("memcached-sample-%d", i), node, map[string]string{"n1": "a", "n2": "b"}[node])
 		}
 		cachedReady(ns, 3)
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
-		Consistently(func(g Gomega) {
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
-			for _, p := range pods.Items {
-				g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), "the Deployment spreads it over old and new pods")
-			}
-		}).Should(Succeed())
+		noPodMarked(ns, "the Deployment spreads it over old and new pods")
 	})
 
 	It("marks nothing without spread constraints: the ReplicaSet chooses", func() {
@@ -138,13 +140,7 @@ var _ = Describe("A scale-down of a fleet spread over zones", func() {
 		cachedReady(ns, 3)
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
-		Consistently(func(g Gomega) {
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
-			for _, p := range pods.Items {
-				g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), "the ReplicaSet's own choice")
-			}
-		}).Should(Succeed())
+		noPodMarked(ns, "the ReplicaSet's own choice")
 	})
 })
 

@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,9 +20,7 @@ import (
 // may shrink, not grow, measured against the Deployment the fleet controls
 // and no other.
 func TestValidateRatchetsSizeAgainstTheFleetsDeployment(t *testing.T) {
-	scheme := runtime.NewScheme()
-	NewWithT(t).Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	NewWithT(t).Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
+	scheme := unitScheme(NewWithT(t))
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1"}}
 	running := func(controlled bool) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](5)}}
