@@ -87,9 +87,6 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	if spec.Image == nil && cfg.DefaultImage != "" {
 		spec.Image = ptr.To(cfg.DefaultImage)
 	}
-	if spec.AppArmorProfile == nil && cfg.AppArmorProfile != "" {
-		spec.AppArmorProfile = ptr.To(cfg.AppArmorProfile)
-	}
 	setIfNil(&spec.ImagePullPolicy, DefaultPullPolicy)
 	setIfNil(&spec.Port, DefaultPort)
 	setIfNil(&spec.MaxConnections, DefaultMaxConnections)
@@ -125,6 +122,11 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 func DefaultCreate(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	Default(spec, cfg)
 	setIfNil(&spec.NodeLossTolerationSeconds, DefaultNodeLossTolerationSeconds)
+	// Only on creation: set on an update, it would roll a fleet's pods for
+	// an unrelated edit.
+	if spec.AppArmorProfile == nil && cfg.AppArmorProfile != "" {
+		spec.AppArmorProfile = ptr.To(cfg.AppArmorProfile)
+	}
 }
 
 // Resolve is the spec the pods are built from: Default's values, then item
@@ -132,9 +134,6 @@ func DefaultCreate(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 // where the user set neither. It works on a copy and leaves spec alone.
 func Resolve(spec *cachev1alpha1.MemcachedSpec, cfg Config) *cachev1alpha1.MemcachedSpec {
 	out := spec.DeepCopy()
-	// The AppArmor profile is only ever pinned at admission: a fleet created
-	// while the flag was empty keeps running unconfined when it is set.
-	cfg.AppArmorProfile = ""
 	Default(out, cfg)
 	setIfNil(&out.MemoryLimitMB, derivedMemoryLimitMB(out.Resources))
 	setIfNil(&out.Threads, derivedThreads(out.Resources))

@@ -74,14 +74,16 @@ func TestDefault(t *testing.T) {
 func TestAppArmorProfileIsPinnedWhenTheOperatorSetsOne(t *testing.T) {
 	g := NewWithT(t)
 	spec := cachev1alpha1.MemcachedSpec{}
-	policy.Default(&spec, cfg)
+	policy.DefaultCreate(&spec, cfg)
 	g.Expect(spec.AppArmorProfile).To(BeNil(), "none by default: nodes without AppArmor refuse the pods")
 	withProfile := cfg
 	withProfile.AppArmorProfile = corev1.AppArmorProfileTypeRuntimeDefault
-	policy.Default(&spec, withProfile)
-	g.Expect(spec.AppArmorProfile).To(Equal(ptr.To(corev1.AppArmorProfileTypeRuntimeDefault)))
-	unset := cachev1alpha1.MemcachedSpec{}
-	g.Expect(policy.Resolve(&unset, withProfile).AppArmorProfile).To(BeNil(), "pinned at admission only, so a flag change never rolls a stored fleet")
+	old := cachev1alpha1.MemcachedSpec{}
+	policy.Default(&old, withProfile)
+	g.Expect(old.AppArmorProfile).To(BeNil(), "an update of a fleet created without one: pinning it would roll its pods")
+	g.Expect(policy.Resolve(&old, withProfile).AppArmorProfile).To(BeNil(), "nor does the controller add it")
+	policy.DefaultCreate(&spec, withProfile)
+	g.Expect(spec.AppArmorProfile).To(Equal(ptr.To(corev1.AppArmorProfileTypeRuntimeDefault)), "a new fleet gets it")
 }
 
 func TestExporterImageIsPinnedOnlyWhenEnabled(t *testing.T) {
