@@ -135,16 +135,23 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		Expect(k8sClient.Create(ctx, fleet(free, "dash", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-D-"} }), client.DryRunAll)).
 			To(Succeed(), "the attached spelling")
 
-		By("an object stored while the rules were not bound")
-		binding := &unstructured.Unstructured{}
-		binding.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"))
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: rel + "-memcached-operator-rules"}, binding)).To(Succeed())
-		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		By("an object stored while the rules were not bound (by this release nor by another the suite installed)")
+		bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+		Expect(k8sClient.List(ctx, bindings)).To(Succeed())
+		var unbound []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		for _, b := range bindings.Items {
+			if strings.HasSuffix(b.Spec.PolicyName, "-memcached-operator-rules") {
+				Expect(k8sClient.Delete(ctx, &b)).To(Succeed())
+				b.ResourceVersion, b.UID = "", ""
+				unbound = append(unbound, b)
+			}
+		}
+		Expect(unbound).NotTo(BeEmpty())
 		old := fleet(free, "old", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} })
 		Eventually(func() error { return k8sClient.Create(ctx, old) }).WithTimeout(verbWait).Should(Succeed())
-		binding.SetResourceVersion("")
-		binding.SetUID("")
-		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		for i := range unbound {
+			Expect(k8sClient.Create(ctx, &unbound[i])).To(Succeed())
+		}
 		Eventually(func() error {
 			return k8sClient.Create(ctx, fleet(free, "daemon", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} }), client.DryRunAll)
 		}).WithTimeout(verbWait).Should(invalid("spec.extraArgs"))
