@@ -410,8 +410,10 @@ spec: {size: 1}`))
 
 	It("restarts in the middle of a scale-up and converges with no duplicate objects", func() {
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 8}}`, "--type=merge"))
-		// The leader is the replica that was reconciling.
-		pod := operatorLeader(ctx, Default)
+		// The leader is the replica that was reconciling; right after an
+		// upgrade the Lease may still name a replica that is gone.
+		var pod corev1.Pod
+		Eventually(func(g Gomega) { pod = operatorLeader(ctx, g) }).WithTimeout(wait).Should(Succeed())
 		mustRun(kubectl("delete", "pod", pod.Name, "-n", operatorNamespace, "--wait=false"))
 		sampleConverged(ctx, 8)
 		operatorRolledOut()
