@@ -97,14 +97,14 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 
 // Check is the controller's entry point to the rules, ratcheted as admission
 // ratchets updates: the errors of Validate and ValidateResolved, less those
-// the fleet already had when it was last built (accepted, as RuleKeys). A
-// rule tightened by an operator upgrade so never stops reconciling a fleet
-// that broke it before, while a new breach is refused.
-// What ValidateResolved finds (an image only the operator's flags could
-// name) is never kept: nothing could be built from it.
-func Check(mc *cachev1alpha1.Memcached, resolved *cachev1alpha1.MemcachedSpec, accepted []string) (refused, kept field.ErrorList) {
+// the fleet already had when it was last built (accepted says which). A rule
+// tightened by an operator upgrade so never stops reconciling a fleet that
+// broke it before, while a new breach is refused. What ValidateResolved
+// finds (an image only the operator's flags could name) is never kept:
+// nothing could be built from it.
+func Check(mc *cachev1alpha1.Memcached, resolved *cachev1alpha1.MemcachedSpec, accepted func(*field.Error) bool) (refused, kept field.ErrorList) {
 	for _, e := range Validate(mc) {
-		if slices.Contains(accepted, RuleKey(e)) {
+		if accepted != nil && accepted(e) {
 			kept = append(kept, e)
 		} else {
 			refused = append(refused, e)

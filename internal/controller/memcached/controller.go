@@ -177,9 +177,10 @@ type phase func(ctx context.Context, s *scope) error
 
 // ownedPhases each write one owned kind and read nothing another writes
 // (the Deployment phase also marks pods for a scale-down, and may write the
-// status from inside its apply: announce.go), so a pass runs them at once: a new fleet's objects then cost the time of the
-// slowest one's requests rather than the sum of all of them, which is most
-// of how long a worker spends on a fleet when the API server is busy.
+// status from inside its apply: announce.go), so a pass runs them at once:
+// a new fleet's objects then cost the time of the slowest one's requests
+// rather than the sum of all of them, which is most of how long a worker
+// spends on a fleet when the API server is busy.
 var ownedPhases = []struct {
 	name string
 	run  func(r *Reconciler) phase
@@ -351,32 +352,29 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 }
 
 // AcceptedRulesAnnotation is the annotation of a fleet's Deployment that
-// lists the rules (policy.RuleKey) its spec broke when it was last built: rules tightened
-// since it was admitted, which keep it reconciled while it breaks them as it
-// did, as admission lets its other edits through.
+// lists the rules (policy.RuleKey) its spec broke when it was last built:
+// rules tightened since it was admitted, which keep it reconciled while it
+// breaks them as it did, as admission lets its other edits through.
 const AcceptedRulesAnnotation = "memcached.cache.example.com/accepted-rules"
 
-// acceptedRules are the rules the fleet may go on breaking: those recorded
-// on its Deployment; or, on a Deployment an operator before this record
-// built, every rule the spec breaks now, if that operator built this very
-// generation (the status observed it and did not find it invalid).
-func acceptedRules(s *scope) []string {
+// acceptedRules tells which rules the fleet may go on breaking: those
+// recorded on its Deployment; or, on a Deployment an operator before this
+// record built, every rule, if that operator built this very generation (the
+// status observed it and did not find it invalid).
+func acceptedRules(s *scope) func(*field.Error) bool {
 	if s.current == nil {
 		return nil
 	}
 	if v, ok := s.current.Annotations[AcceptedRulesAnnotation]; ok {
-		return strings.Split(v, ",")
+		keys := strings.Split(v, ",")
+		return func(e *field.Error) bool { return slices.Contains(keys, policy.RuleKey(e)) }
 	}
 	mc := s.memcached
 	degraded := meta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionDegraded)
 	if mc.Status.ObservedGeneration != mc.Generation || degraded == nil || degraded.Reason == cachev1alpha1.ReasonInvalidSpec {
 		return nil
 	}
-	var all []string
-	for _, e := range policy.Validate(mc) {
-		all = append(all, policy.RuleKey(e))
-	}
-	return all
+	return func(*field.Error) bool { return true }
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
