@@ -294,8 +294,12 @@ func (w *watcher) endpointsListed(ctx context.Context, size int32) (map[string]b
 // lag is split in two: how long the EndpointSlices took to list the rolled
 // out pods (endpointLags, the cluster's work), and how long after both the
 // status said so (afterEndpoints, the client's own work).
+//
+// generationLags is, for each fleet, how long after the bench's cache first
+// held its new generation its status named it (observedGeneration): what a
+// script reading observedGeneration waits for, whatever the rollout does.
 type converged struct {
-	times, lags, endpointLags, afterEndpoints []time.Duration
+	times, lags, endpointLags, afterEndpoints, generationLags []time.Duration
 }
 
 // waitConverged polls the bench's cache every 100 ms until n fleets are
@@ -304,6 +308,8 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 	doneAt := map[string]time.Duration{}
 	rolledAt := map[string]time.Duration{}
 	listedAt := map[string]time.Duration{}
+	seenAt := map[string]time.Duration{}
+	observedAt := map[string]time.Duration{}
 	var last int
 	lastLog := time.Now()
 	err := pollFor(ctx, fmt.Sprintf("%d fleets in %s converged", n, w.ns), timeout, func(ctx context.Context) (bool, error) {
@@ -342,6 +348,14 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		}
 		for i := range list.Items {
 			mc := &list.Items[i]
+			if ptr.Deref(mc.Spec.Size, 1) == size {
+				if _, ok := seenAt[mc.Name]; !ok {
+					seenAt[mc.Name] = now
+				}
+				if _, ok := observedAt[mc.Name]; !ok && mc.Status.ObservedGeneration == mc.Generation {
+					observedAt[mc.Name] = now
+				}
+			}
 			if _, ok := doneAt[mc.Name]; ok {
 				continue
 			}
@@ -363,6 +377,9 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		return len(doneAt) >= n, nil
 	})
 	var c converged
+	for name, o := range observedAt {
+		c.generationLags = append(c.generationLags, o-seenAt[name])
+	}
 	for name, d := range doneAt {
 		c.times = append(c.times, d)
 		r, ok := rolledAt[name]
@@ -375,7 +392,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 			c.afterEndpoints = append(c.afterEndpoints, max(0, d-max(l, r)))
 		}
 	}
-	for _, s := range [][]time.Duration{c.times, c.lags, c.endpointLags, c.afterEndpoints} {
+	for _, s := range [][]time.Duration{c.times, c.lags, c.endpointLags, c.afterEndpoints, c.generationLags} {
 		slices.Sort(s)
 	}
 	return c, err

@@ -96,16 +96,21 @@ type phaseResult struct {
 	// EndpointsLag*: how long after the rollout the fleet's EndpointSlices
 	// listed every pod; StatusAfterEndpoints*: how long after both the
 	// status said Ready. StatusLag is about their sum.
-	EndpointsLagP50Seconds         float64       `json:"endpointsLagP50Seconds"`
-	EndpointsLagP99Seconds         float64       `json:"endpointsLagP99Seconds"`
-	StatusAfterEndpointsP50Seconds float64       `json:"statusAfterEndpointsP50Seconds"`
-	StatusAfterEndpointsP99Seconds float64       `json:"statusAfterEndpointsP99Seconds"`
-	Requests                       requestCounts `json:"requests"`
-	WritesPerFleet                 float64       `json:"writesPerFleet"`
-	WritesPerFleetExclEvents       float64       `json:"writesPerFleetExclEvents"`
-	CPUSeconds                     float64       `json:"cpuSeconds,omitempty"`
-	CPUSecondsPerFleet             float64       `json:"cpuSecondsPerFleet,omitempty"`
-	PeakRSSMiB                     float64       `json:"peakRssMiB,omitempty"`
+	EndpointsLagP50Seconds         float64 `json:"endpointsLagP50Seconds"`
+	EndpointsLagP99Seconds         float64 `json:"endpointsLagP99Seconds"`
+	StatusAfterEndpointsP50Seconds float64 `json:"statusAfterEndpointsP50Seconds"`
+	StatusAfterEndpointsP99Seconds float64 `json:"statusAfterEndpointsP99Seconds"`
+	// GenerationLag*: how long after the bench first saw a fleet's new
+	// generation its status named it (observedGeneration).
+	GenerationLagP50Seconds  float64       `json:"generationLagP50Seconds"`
+	GenerationLagP99Seconds  float64       `json:"generationLagP99Seconds"`
+	GenerationLagMaxSeconds  float64       `json:"generationLagMaxSeconds"`
+	Requests                 requestCounts `json:"requests"`
+	WritesPerFleet           float64       `json:"writesPerFleet"`
+	WritesPerFleetExclEvents float64       `json:"writesPerFleetExclEvents"`
+	CPUSeconds               float64       `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerFleet       float64       `json:"cpuSecondsPerFleet,omitempty"`
+	PeakRSSMiB               float64       `json:"peakRssMiB,omitempty"`
 }
 
 type idleResult struct {
@@ -442,7 +447,9 @@ func loadAvg() string {
 // into the EndpointSlices' part and the client's own, p50/p99, for the
 // operator and the reference.
 func lagNote(op, ref *phaseResult) string {
-	return fmt.Sprintf("status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs); of which EndpointSlices listing the pods %.2fs/%.2fs (reference's run %.2fs/%.2fs), then status %.2fs/%.2fs (reference %.2fs/%.2fs)",
+	return fmt.Sprintf("status naming the new generation after p50/p99/max %.2fs/%.2fs/%.2fs (reference %.2fs/%.2fs/%.2fs); ",
+		op.GenerationLagP50Seconds, op.GenerationLagP99Seconds, op.GenerationLagMaxSeconds,
+		ref.GenerationLagP50Seconds, ref.GenerationLagP99Seconds, ref.GenerationLagMaxSeconds) + fmt.Sprintf("status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs); of which EndpointSlices listing the pods %.2fs/%.2fs (reference's run %.2fs/%.2fs), then status %.2fs/%.2fs (reference %.2fs/%.2fs)",
 		op.StatusLagP50Seconds, op.StatusLagP99Seconds, ref.StatusLagP50Seconds, ref.StatusLagP99Seconds,
 		op.EndpointsLagP50Seconds, op.EndpointsLagP99Seconds, ref.EndpointsLagP50Seconds, ref.EndpointsLagP99Seconds,
 		op.StatusAfterEndpointsP50Seconds, op.StatusAfterEndpointsP99Seconds, ref.StatusAfterEndpointsP50Seconds, ref.StatusAfterEndpointsP99Seconds)

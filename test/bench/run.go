@@ -342,12 +342,18 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 	p.StatusLagP50Seconds, p.StatusLagP99Seconds = percentiles(conv.lags)
 	p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds = percentiles(conv.endpointLags)
 	p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds = percentiles(conv.afterEndpoints)
+	p.GenerationLagP50Seconds, p.GenerationLagP99Seconds = percentiles(conv.generationLags)
+	if g := conv.generationLags; len(g) > 0 {
+		p.GenerationLagMaxSeconds = round3(g[len(g)-1].Seconds())
+	}
 	if user == userOperator {
 		after, _ := b.op.stats()
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
 		p.PeakRSSMiB = after.PeakRSSMiB
 	}
+	logf("  %s: status named the new generation after p50/p99/max %.2fs/%.2fs/%.2fs", user,
+		p.GenerationLagP50Seconds, p.GenerationLagP99Seconds, p.GenerationLagMaxSeconds)
 	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs; status behind the rollout p50 %.2fs, p99 %.2fs: endpoints %.2fs/%.2fs, then status %.2fs/%.2fs), %d writes (%.2f/fleet; %s)",
 		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds,
 		p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds, p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds,
