@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/apply"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/test/chartrender"
 	"github.com/example/memcached-operator/test/specgen"
@@ -151,8 +152,8 @@ func admittedIsBuildable(webhooksOn bool) {
 		default:
 			refusedByMemcached = append(refusedByMemcached, desc()+": "+why)
 		}
-		Expect(k8s.Apply(ctx, memcached.BuildDeployment(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
-		Expect(k8s.Apply(ctx, memcached.BuildService(mc, spec), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
+		Expect(k8s.Apply(ctx, desired.Deployment(mc, spec), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
+		Expect(k8s.Apply(ctx, desired.Service(mc, spec), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
 		built += 2
 		if mc.Spec.Auth != nil {
 			// The Deployment mounting the auth Secret, with the reloader.
@@ -161,16 +162,16 @@ func admittedIsBuildable(webhooksOn bool) {
 		if policy.TLSEnabled(spec) {
 			// cert-manager's CRD (installed by the suite) holds the
 			// Certificate to its schema: issuer kind, names, usages.
-			Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(memcached.BuildCertificate(mc, spec)), client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Certificate", desc())
+			Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired.Certificate(mc, spec)), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Certificate", desc())
 			built++
 			certs++
 		}
-		if pdb := memcached.BuildPodDisruptionBudget(mc, spec); pdb != nil {
-			Expect(k8s.Apply(ctx, pdb, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
+		if pdb := desired.PodDisruptionBudget(mc, spec); pdb != nil {
+			Expect(k8s.Apply(ctx, pdb, client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: PodDisruptionBudget", desc())
 			built++
 		}
-		if np := memcached.BuildNetworkPolicy(mc, spec); np != nil {
-			Expect(k8s.Apply(ctx, np, client.FieldOwner(memcached.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: NetworkPolicy %+v", desc(), mc.Spec.NetworkPolicy)
+		if np := desired.NetworkPolicy(mc, spec); np != nil {
+			Expect(k8s.Apply(ctx, np, client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: NetworkPolicy %+v", desc(), mc.Spec.NetworkPolicy)
 			built++
 			policies++
 		}
@@ -193,6 +194,17 @@ func withoutWebhooks() {
 	GinkgoHelper()
 	const release, namespace = "memcached-operator", "memcached-operator-system"
 	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
+	probe := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: cachev1alpha1.MemcachedSpec{ExtraArgs: []string{"-d"}}}
+	// Registered first, so it runs last: the API server takes up webhook
+	// configurations and policies asynchronously, and the next spec must
+	// meet the webhooks again, not the policies.
+	DeferCleanup(func() {
+		Eventually(func(g Gomega) {
+			err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("admission webhook")), "the webhooks are back")
+			g.Expect(err).NotTo(MatchError(ContainSubstring("ValidatingAdmissionPolicy")), "and the policies gone")
+		}).Should(Succeed())
+	})
 	objs, err := chartrender.Render(release, namespace, map[string]any{"operator": map[string]any{"maxSize": maxSize}})
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
@@ -218,7 +230,6 @@ func withoutWebhooks() {
 			Expect(k8s.Create(ctx, again)).To(Succeed())
 		})
 	}
-	probe := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: cachev1alpha1.MemcachedSpec{ExtraArgs: []string{"-d"}}}
 	Eventually(func(g Gomega) {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy")), "the policies are in force")

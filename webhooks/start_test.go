@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/exporter"
 	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/test/memcachedbin"
@@ -113,7 +113,7 @@ func (m *realMemcached) starts(spec *cachev1alpha1.MemcachedSpec) (bool, string)
 		Expect(err).NotTo(HaveOccurred())
 		defer func() { _ = ln.Close() }()
 	}
-	args := m.loopback(memcached.Args(spec), port)
+	args := m.loopback(desired.Args(spec), port)
 	probe := port(int(*spec.Port))
 	if policy.TLSEnabled(spec) {
 		probe = port(int(policy.TLSLoopbackPort))

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/test/specgen"
 )
@@ -103,7 +103,7 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		spec := policy.Resolve(&mc.Spec, cfg)
-		opts, perrs := policy.ParseArgs(field.NewPath("args"), memcached.Args(spec))
+		opts, perrs := policy.ParseArgs(field.NewPath("args"), desired.Args(spec))
 		if len(perrs) > 0 {
 			t.Fatalf("the built command line does not parse: %v", perrs)
 		}
@@ -114,12 +114,12 @@ func FuzzValidate(f *testing.F) {
 		want := map[byte]string{'p': itoa(*spec.Port), 'm': itoa(*spec.MemoryLimitMB), 'c': itoa(*spec.MaxConnections), 't': itoa(*spec.Threads), 'I': *spec.MaxItemSize}
 		for k, v := range want {
 			if last[k] != v {
-				t.Fatalf("-%c is %q on the command line, the field says %q: %v", k, last[k], v, memcached.Args(spec))
+				t.Fatalf("-%c is %q on the command line, the field says %q: %v", k, last[k], v, desired.Args(spec))
 			}
 		}
 		// The auth file comes from spec.auth alone, never from extraArgs.
 		if y, ok := last['Y']; ok != (spec.Auth != nil) || (ok && y != "/etc/memcached/auth/auth-file") {
-			t.Fatalf("-Y %q on the command line with spec.auth %v: %v", y, spec.Auth, memcached.Args(spec))
+			t.Fatalf("-Y %q on the command line with spec.auth %v: %v", y, spec.Auth, desired.Args(spec))
 		}
 		// TLS and its listeners come from spec.tls alone: the TLS port on
 		// every address, the loopback listener without TLS, and a plaintext
@@ -127,7 +127,7 @@ func FuzzValidate(f *testing.F) {
 		_, z := last['Z']
 		l, hasL := last['l']
 		if z != policy.TLSEnabled(spec) || hasL != z {
-			t.Fatalf("-Z %v, -l %q on the command line with spec.tls %+v: %v", z, l, spec.TLS, memcached.Args(spec))
+			t.Fatalf("-Z %v, -l %q on the command line with spec.tls %+v: %v", z, l, spec.TLS, desired.Args(spec))
 		}
 		if z {
 			want := "*:" + itoa(*spec.Port) + ",notls:127.0.0.1:" + itoa(policy.TLSLoopbackPort)
@@ -135,12 +135,12 @@ func FuzzValidate(f *testing.F) {
 				want += ",notls:*:" + itoa(*pp)
 			}
 			if l != want {
-				t.Fatalf("-l %q, want %q: %v", l, want, memcached.Args(spec))
+				t.Fatalf("-l %q, want %q: %v", l, want, desired.Args(spec))
 			}
 		}
 		for _, forbidden := range []byte{'d', 'u', 's', 'h', 'V'} {
 			if _, ok := last[forbidden]; ok {
-				t.Fatalf("-%c made it onto the command line: %v", forbidden, memcached.Args(spec))
+				t.Fatalf("-%c made it onto the command line: %v", forbidden, desired.Args(spec))
 			}
 		}
 		if v := ptr.Deref(spec.Verbosity, 0); v == 0 {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -101,17 +102,29 @@ func (s *clusterState) save() error {
 	return os.WriteFile(statePath(s.Dir), data, 0o600)
 }
 
-// freePort asks the kernel for a free loopback port. 16443 is the project
-// testbed's API server port and never used here, even if free now.
+// givenPorts are the ports freePort handed out: a port closed again is
+// free to the kernel, which may offer it twice (the operator's metrics and
+// pprof listeners once got the same one).
+var (
+	givenMu    sync.Mutex
+	givenPorts = map[int]bool{}
+)
+
+// freePort asks the kernel for a free loopback port that this process has
+// not handed out yet. 16443 is the project testbed's API server port and
+// never used here, even if free now.
 func freePort() (int, error) {
-	for range 10 {
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if port != 16443 {
+		if port != 16443 && !givenPorts[port] {
+			givenPorts[port] = true
 			return port, nil
 		}
 	}

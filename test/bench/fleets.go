@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 )
 
 // userConcurrency is how many requests the bench, playing the user, makes
@@ -190,7 +190,7 @@ func (w *watcher) podState(ctx context.Context) (live map[string][]string, unres
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		inst := p.Labels[memcached.LabelInstance]
+		inst := p.Labels[desired.LabelInstance]
 		live[inst] = append(live[inst], p.Name)
 		ready := false
 		for _, c := range p.Status.Conditions {

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 )
 
@@ -76,7 +76,7 @@ func startReference(ctx context.Context, s *clusterState, ns string, workers int
 		&appsv1.Deployment{}:       func(obj any) string { return nameOf(obj) },
 		podMeta(): func(obj any) string {
 			if m, ok := obj.(metav1.Object); ok {
-				return m.GetLabels()[memcached.LabelInstance]
+				return m.GetLabels()[desired.LabelInstance]
 			}
 			return ""
 		},
@@ -137,10 +137,10 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	applied, reported := r.applied[name], r.reported[name]
 	r.mu.Unlock()
 	if applied < mc.Generation {
-		objects := map[string]runtime.ApplyConfiguration{"Deployment": memcached.BuildDeployment(mc, &spec)}
+		objects := map[string]runtime.ApplyConfiguration{"Deployment": desired.Deployment(mc, &spec)}
 		if applied == 0 {
-			objects["Service"] = memcached.BuildService(mc, &spec)
-			if pdb := memcached.BuildPodDisruptionBudget(mc, &spec); pdb != nil {
+			objects["Service"] = desired.Service(mc, &spec)
+			if pdb := desired.PodDisruptionBudget(mc, &spec); pdb != nil {
 				objects["PodDisruptionBudget"] = pdb
 			}
 		}
@@ -175,15 +175,15 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	if err := r.cache.Get(ctx, key, dep); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	desired := ptr.Deref(spec.Size, 0)
+	want := ptr.Deref(spec.Size, 0)
 	ds := dep.Status
-	if ds.ObservedGeneration < dep.Generation || ptr.Deref(dep.Spec.Replicas, -1) != desired ||
-		ds.UpdatedReplicas != desired || ds.Replicas != desired || ds.AvailableReplicas != desired {
+	if ds.ObservedGeneration < dep.Generation || ptr.Deref(dep.Spec.Replicas, -1) != want ||
+		ds.UpdatedReplicas != want || ds.Replicas != want || ds.AvailableReplicas != want {
 		return nil // not rolled out: a later Deployment event brings the fleet back
 	}
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.cache.List(ctx, pods, client.InNamespace(r.ns), client.MatchingLabels{memcached.LabelInstance: name}); err != nil {
+	if err := r.cache.List(ctx, pods, client.InNamespace(r.ns), client.MatchingLabels{desired.LabelInstance: name}); err != nil {
 		return err
 	}
 	var names []string
@@ -192,7 +192,7 @@ func (r *reference) sync(ctx context.Context, name string) error {
 			names = append(names, p.Name)
 		}
 	}
-	if int32(len(names)) != desired {
+	if int32(len(names)) != want {
 		return nil // the pod cache lags the Deployment's: a pod event brings it back
 	}
 	updated := mc.DeepCopy()
@@ -221,7 +221,7 @@ func referenceStatus(mc *cachev1alpha1.Memcached, dep *appsv1.Deployment, pods [
 	st := &mc.Status
 	st.Nodes = slices.Sorted(slices.Values(pods))
 	st.Replicas, st.ReadyReplicas = dep.Status.Replicas, dep.Status.ReadyReplicas
-	st.Selector = memcached.SelectorString(mc.Name)
+	st.Selector = desired.SelectorString(mc.Name)
 	st.ObservedGeneration = mc.Generation
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: cachev1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: mc.Generation,

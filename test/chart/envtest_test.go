@@ -104,7 +104,7 @@ func ciValues(set string) map[string]any {
 }
 
 // apply server-side applies obj as Helm's field manager would.
-func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
+func applyObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
 	opts = append(opts, client.FieldOwner("helm"), client.ForceOwnership)
 	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
 }
@@ -115,7 +115,7 @@ var _ = Describe("Every rendered object", func() {
 			objs := renderSet(release, namespace, ciValues(set))
 			Expect(objs).NotTo(BeEmpty())
 			for _, obj := range objs {
-				Expect(apply(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(),
+				Expect(applyObject(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(),
 					"server-side dry-run apply of %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 				if obj.GetKind() == "Deployment" {
 					// Pod Security admission enforces on pods only; check the
@@ -152,7 +152,7 @@ func installRBAC(ctx context.Context, objs []*unstructured.Unstructured) {
 	for _, obj := range objs {
 		if obj.GetKind() == "ServiceAccount" || strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") ||
 			strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") {
-			Expect(apply(ctx, k8sClient, obj)).To(Succeed(), "%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+			Expect(applyObject(ctx, k8sClient, obj)).To(Succeed(), "%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		}
 	}
 }

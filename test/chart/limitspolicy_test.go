@@ -41,7 +41,7 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		vals["operator"] = map[string]any{"maxSize": 8}
 		for _, obj := range renderSet(rel, ns, vals) {
 			if strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") || (obj.GetKind() == "ConfigMap" && obj.GetName() == rel+"-memcached-operator-limits") {
-				Expect(apply(ctx, k8sClient, obj)).To(Succeed(), obj.GetKind()+" "+obj.GetName())
+				Expect(applyObject(ctx, k8sClient, obj)).To(Succeed(), obj.GetKind()+" "+obj.GetName())
 			}
 		}
 		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: "team-limits",

@@ -18,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/apply"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 )
 
@@ -73,23 +74,23 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 	// fleetDeployment is the Deployment the operator builds for owner,
 	// under another name, changed by mutate.
 	fleetDeployment := func(mutate func(*appsv1.Deployment)) *appsv1.Deployment {
-		d := converted[appsv1.Deployment](memcached.BuildDeployment(owner, spec))
+		d := converted[appsv1.Deployment](desired.Deployment(owner, spec))
 		d.Name = fresh("guarded")
 		mutate(d)
 		return d
 	}
 
 	It("admits the objects the operator builds, as the operator sends them", func(ctx SpecContext) {
-		Expect(c.Apply(ctx, memcached.BuildDeployment(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
-		Expect(c.Apply(ctx, memcached.BuildService(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
-		Expect(c.Apply(ctx, memcached.BuildPodDisruptionBudget(owner, spec), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, desired.Deployment(owner, spec), client.FieldOwner(apply.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, desired.Service(owner, spec), client.FieldOwner(apply.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, desired.PodDisruptionBudget(owner, spec), client.FieldOwner(apply.FieldOwner))).To(Succeed())
 		withPolicy := spec.DeepCopy()
 		withPolicy.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)}
-		Expect(c.Apply(ctx, memcached.BuildNetworkPolicy(owner, withPolicy), client.FieldOwner(memcached.FieldOwner))).To(Succeed())
+		Expect(c.Apply(ctx, desired.NetworkPolicy(owner, withPolicy), client.FieldOwner(apply.FieldOwner))).To(Succeed())
 		withAuth := spec.DeepCopy()
 		withAuth.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users", Key: ptr.To("auth")}, ReloaderImage: ptr.To("op:1")}
 		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) {
-			*d = *converted[appsv1.Deployment](memcached.BuildDeployment(owner, withAuth))
+			*d = *converted[appsv1.Deployment](desired.Deployment(owner, withAuth))
 			d.Name = fresh("guarded")
 		}))).To(Succeed(), "the auth check is an init container of the same shape")
 		Expect(c.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: owner.Name}})).To(Succeed(), "a fleet's budget, removed at size 1")
@@ -103,7 +104,7 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) }))).To(deniedBy("controls"))
 		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { d.OwnerReferences[0].Name = "another" }))).To(deniedBy("controls"),
 			"the instance label names the owner")
-		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { delete(d.Labels, memcached.LabelManagedBy) }))).To(deniedBy("controls"))
+		Expect(c.Create(ctx, fleetDeployment(func(d *appsv1.Deployment) { delete(d.Labels, desired.LabelManagedBy) }))).To(deniedBy("controls"))
 	})
 
 	It("refuses a fleet Deployment whose pods would get powers the operator never gives", func(ctx SpecContext) {
@@ -143,7 +144,7 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
 		Expect(k8sClient.Create(ctx, pdb)).To(Succeed())
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,%q:"guarded",%q:%q},"ownerReferences":[{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","name":"guarded","uid":%q,"controller":true}]}}`,
-			memcached.LabelName, memcached.NameValue, memcached.LabelInstance, memcached.LabelManagedBy, memcached.ManagedByValue, owner.UID)
+			desired.LabelName, desired.NameValue, desired.LabelInstance, desired.LabelManagedBy, desired.ManagedByValue, owner.UID)
 		Expect(c.Patch(ctx, pdb, client.RawPatch(types.MergePatchType, []byte(patch)))).To(deniedBy("controls"), "labels and an owner reference added to someone's budget")
 		Expect(c.Delete(ctx, pdb)).To(deniedBy("controls"), "the operator deletes only its fleets' budgets")
 		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("theirs")}}
@@ -153,7 +154,7 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 
 	It("refuses a fleet Service that would reach outside the cluster", func(ctx SpecContext) {
 		svc := func(mutate func(*corev1.Service)) *corev1.Service {
-			s := converted[corev1.Service](memcached.BuildService(owner, spec))
+			s := converted[corev1.Service](desired.Service(owner, spec))
 			s.Name = fresh("guarded")
 			mutate(s)
 			return s
@@ -173,7 +174,7 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		merge := func(p *corev1.Pod, patch string) error {
 			return c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch)))
 		}
-		fleet := pod(map[string]string{memcached.LabelName: memcached.NameValue, memcached.LabelInstance: "guarded", memcached.LabelManagedBy: memcached.ManagedByValue})
+		fleet := pod(map[string]string{desired.LabelName: desired.NameValue, desired.LabelInstance: "guarded", desired.LabelManagedBy: desired.ManagedByValue})
 		Expect(merge(fleet, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"-2147483648"}}}`)).To(Succeed())
 		Expect(merge(fleet, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":null}}}`)).To(Succeed())
 		Expect(merge(fleet, `{"metadata":{"annotations":{"other":"x"}}}`)).To(deniedBy("pod-deletion-cost"))

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/controller/status"
 )
 
 const (
@@ -449,7 +451,7 @@ func caInjectorLeading(ctx context.Context) {
 		leading := false
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			leading = leading || (p.DeletionTimestamp == nil && p.Name != "" && strings.HasPrefix(holder, p.Name) && podIsReady(p))
+			leading = leading || (p.DeletionTimestamp == nil && p.Name != "" && strings.HasPrefix(holder, p.Name) && status.PodReady(p))
 		}
 		g.Expect(leading).To(BeTrue(), "cainjector's lease is held by %q, no ready cainjector pod", holder)
 		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/controller/status"
 )
 
 // NetworkPolicy is enforced on the testbed (make cluster-up NETPOL=1): a
@@ -96,7 +98,7 @@ var _ = Describe("NetworkPolicy enforcement", Ordered, Label("network-policy"), 
 		startClients(ctx, clients...)
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(server), server)).To(Succeed())
-			g.Expect(podIsReady(server)).To(BeTrue(), "server not Ready")
+			g.Expect(status.PodReady(server)).To(BeTrue(), "server not Ready")
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		serverIP = server.Status.PodIP
 		Expect(serverIP).NotTo(BeEmpty())
@@ -375,14 +377,4 @@ func reachAll(clients []npClient, addr string) []reachResult {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	return results
-}
-
-// podIsReady reports whether the pod's Ready condition is True.
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -6,46 +6,15 @@ import (
 	"slices"
 	"testing"
 
-	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-)
 
-// TestKeepOwnManagedFields: the cached object keeps only the operator's
-// entries, and no dropped entry stays reachable behind the kept ones (the
-// backing array of a slice filtered in place would hold them).
-func TestKeepOwnManagedFields(t *testing.T) {
-	g := NewWithT(t)
-	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(fields)}
-	}
-	for _, order := range [][]string{
-		{FieldOwner, "kube-controller-manager"},
-		{"kube-controller-manager", FieldOwner},
-		{FieldOwner, "kubectl", "kube-controller-manager"},
-		{"kubectl"},
-	} {
-		var entries []metav1.ManagedFieldsEntry
-		for _, m := range order {
-			entries = append(entries, entry(m, `{"f:`+m+`":{}}`))
-		}
-		out, err := keepOwnManagedFields(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries}})
-		g.Expect(err).NotTo(HaveOccurred())
-		kept := out.(*appsv1.Deployment).ManagedFields
-		want := 0
-		if slices.Contains(order, FieldOwner) {
-			want = 1
-		}
-		g.Expect(kept).To(HaveLen(want), "%v", order)
-		for _, f := range kept[:cap(kept)] {
-			g.Expect(f.Manager).To(Equal(FieldOwner), "%v: a dropped entry is still held by the kept slice", order)
-		}
-	}
-}
+	"github.com/example/memcached-operator/internal/controller/desired"
+	"github.com/example/memcached-operator/internal/controller/status"
+)
 
 // sliceFrom builds an EndpointSlice of the fleet "cache" from data, three
 // bytes an endpoint: its conditions and reference kind, then a pod name.
@@ -54,7 +23,7 @@ func sliceFrom(data []byte) *discoveryv1.EndpointSlice {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "cache-x1", Namespace: "ns", UID: "u", ResourceVersion: "7",
 			Labels: map[string]string{
-				discoveryv1.LabelServiceName: "cache", LabelManagedBy: ManagedByValue,
+				discoveryv1.LabelServiceName: "cache", desired.LabelManagedBy: desired.ManagedByValue,
 				discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
 			},
 			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-02T00:00:00Z"},
@@ -107,7 +76,7 @@ func FuzzReadinessOnly(f *testing.F) {
 		}
 		sa, sb := sliceFrom(a), sliceFrom(b)
 		ta, tb := trim(sa), trim(sb)
-		if got, want := ReadyPods([]discoveryv1.EndpointSlice{*ta, *tb}), ReadyPods([]discoveryv1.EndpointSlice{*sa, *sb}); !slices.Equal(got, want) {
+		if got, want := status.ReadyPods([]discoveryv1.EndpointSlice{*ta, *tb}), status.ReadyPods([]discoveryv1.EndpointSlice{*sa, *sb}); !slices.Equal(got, want) {
 			t.Fatalf("ReadyPods of the cached slices %v, of the sent ones %v", got, want)
 		}
 		if got, want := indexSliceFleet(ta), indexSliceFleet(sa); !slices.Equal(got, want) {

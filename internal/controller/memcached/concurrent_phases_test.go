@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 )
 
@@ -428,7 +429,7 @@ func TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce(t *testing.T) {
 	}, false)
 	dep := &appsv1.Deployment{}
 	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
-	dep.Labels[LabelManagedBy] = "someone"
+	dep.Labels[desired.LabelManagedBy] = "someone"
 	g.Expect(rig.c.Update(context.Background(), dep, client.FieldOwner("someone"))).To(Succeed())
 
 	g.Expect(rig.pass()).To(Succeed())
@@ -488,7 +489,7 @@ func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
 func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	g := NewWithT(t)
 	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
-	rig.r.ProgressInterval = time.Hour
+	rig.r.writer().interval = time.Hour
 	g.Expect(rig.pass()).To(Succeed())
 	rig.rollout(g, 4)
 	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
@@ -501,43 +502,13 @@ func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	g.Expect(res).To(Equal(ctrl.Result{}), "Available: written, nothing held")
 }
 
-// TestResizeUnderABacklogAppliesFirstAndReportsLater: while other fleets
-// wait for a worker, the first pass of a resize applies the Deployment and
-// writes no status (not even the one announced with the apply), and asks
-// to be looked at again behind the others; once the rollout is over, the
-// next pass writes the end of it at once, backlog or not.
-func TestResizeUnderABacklogAppliesFirstAndReportsLater(t *testing.T) {
-	g := NewWithT(t)
-	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
-	rig.r.ProgressInterval = 10 * time.Second
-	waiting := func() int { return 3 }
-	rig.r.backlog.Store(&waiting)
-
-	res, err := rig.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rig.mc)})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rig.applies.Load()).To(Equal(int32(1)), "the rollout is started")
-	g.Expect(rig.statusWrites.Load()).To(BeZero(), "its report waits")
-	g.Expect(res.RequeueAfter).To(BeNumerically("~", 10*time.Second, time.Second), "one interval from the hold the announcement began")
-	g.Expect(res.Priority).To(HaveValue(Equal(handler.LowPriority)))
-	g.Expect(rig.fleet(g).Status.ObservedGeneration).To(Equal(int64(1)))
-
-	rig.rollout(g, 5)
-	g.Expect(rig.pass()).To(Succeed())
-	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
-	g.Expect(rig.fleet(g).Status.ObservedGeneration).To(Equal(int64(2)))
-	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", int64(2))))
-}
-
 // TestDeletedFleetIsForgotten: what the Reconciler keeps about a fleet (its
-// last status write, a held report) goes when the fleet does.
+// last status write, the ledger of its objects) goes when the fleet does.
 func TestDeletedFleetIsForgotten(t *testing.T) {
 	g := NewWithT(t)
 	rig := newResizeRig(t, g)
 	key := client.ObjectKeyFromObject(rig.mc)
-	rig.r.startHeld.Store(key, heldStart{generation: 2})
-	rig.r.monitored.Store(key, struct{}{})
-	rig.r.certified.Store(key, struct{}{})
-	g.Expect(rig.r.remembers(key)).To(ContainElements("lastWrite", "startHeld", "monitored", "certified", "applied Deployment", "applied Service"))
+	g.Expect(rig.r.remembers(key)).To(ContainElements("last status write", "applied Deployment", "applied Service"))
 	g.Expect(rig.c.Delete(context.Background(), rig.fleet(g))).To(Succeed())
 	g.Expect(rig.pass()).To(Succeed())
 	g.Expect(rig.r.remembers(key)).To(BeEmpty(), "a fleet recreated under the same name starts from nothing")

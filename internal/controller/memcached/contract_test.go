@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/test/testenv"
 )
@@ -298,7 +299,7 @@ var _ = Describe("A fleet's ServiceMonitor", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(condition(mc, cachev1alpha1.ConditionServiceMonitorReady)).Should(HaveField("Status", metav1.ConditionTrue))
 		sm := &unstructured.Unstructured{}
-		sm.SetGroupVersionKind(memcached.ServiceMonitorGVK)
+		sm.SetGroupVersionKind(desired.ServiceMonitorGVK)
 		Expect(k8s.Get(ctx, key(mc), sm)).To(Succeed())
 		Expect(metav1.IsControlledBy(sm, mc)).To(BeTrue())
 		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prom"))

@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/apply"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/memcached"
 	"github.com/example/memcached-operator/test/testenv"
 )
@@ -78,7 +80,7 @@ func setEndpoints(mc *cachev1alpha1.Memcached, eps ...endpoint) {
 	slice := discoveryv1ac.EndpointSlice(mc.Name+"-abcde", mc.Namespace).
 		WithLabels(map[string]string{
 			discoveryv1.LabelServiceName: mc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
-			memcached.LabelName: memcached.NameValue, memcached.LabelInstance: mc.Name, memcached.LabelManagedBy: memcached.ManagedByValue,
+			desired.LabelName: desired.NameValue, desired.LabelInstance: mc.Name, desired.LabelManagedBy: desired.ManagedByValue,
 		}).
 		WithAddressType(discoveryv1.AddressTypeIPv4)
 	for i, ep := range eps {
@@ -213,7 +215,7 @@ var _ = Describe("Memcached controller", func() {
 		unschedulable := func(fleet, name, msg string) {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-					memcached.LabelName: memcached.NameValue, memcached.LabelInstance: fleet, memcached.LabelManagedBy: memcached.ManagedByValue}},
+					desired.LabelName: desired.NameValue, desired.LabelInstance: fleet, desired.LabelManagedBy: desired.ManagedByValue}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:envtest"}}},
 			}
 			Expect(k8s.Create(ctx, pod)).To(Succeed())
@@ -350,10 +352,10 @@ var _ = Describe("Memcached controller", func() {
 		Eventually(image).Should(Equal("memcached:envtest"))
 
 		By("reverting an apply under the operator's own name, as an old replica still running would make")
-		stale, err := appsv1ac.ExtractDeployment(deploymentOf(mc)(Default), memcached.FieldOwner)
+		stale, err := appsv1ac.ExtractDeployment(deploymentOf(mc)(Default), apply.FieldOwner)
 		Expect(err).NotTo(HaveOccurred())
 		stale.Spec.Template.Spec.Containers[0].WithImage("memcached:old")
-		Expect(k8s.Apply(ctx, stale, client.FieldOwner(memcached.FieldOwner), client.ForceOwnership)).To(Succeed())
+		Expect(k8s.Apply(ctx, stale, client.FieldOwner(apply.FieldOwner), client.ForceOwnership)).To(Succeed())
 		Eventually(image).Should(Equal("memcached:envtest"))
 
 		By("recreating a deleted Deployment and Service")
@@ -408,7 +410,7 @@ var _ = Describe("Memcached controller", func() {
 			objs := []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
 			if mc.Spec.TLS != nil {
 				cert := &unstructured.Unstructured{}
-				cert.SetGroupVersionKind(memcached.CertificateGVK)
+				cert.SetGroupVersionKind(desired.CertificateGVK)
 				objs = append(objs, cert)
 			}
 			for _, o := range objs {

@@ -3,7 +3,6 @@ package memcached_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -12,18 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-var errTest = errors.New("boom")
-
-// roundTrip decodes an apply configuration into its API type, the way the
-// API server reads the apply request.
-func roundTrip(in, out any) error {
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, out)
-}
 
 // countingClient counts the write requests a client sends, whatever the kind
 // or subresource, so a spec can prove a pass wrote nothing.

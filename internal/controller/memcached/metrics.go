@@ -11,20 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/apply"
 )
 
-// The operator's own metrics, beside controller-runtime's. Per-fleet series
-// carry namespace and name only (two series a fleet), so their number
-// follows the number of fleets, never of pods or requests.
+// The reconciler's own metrics, beside controller-runtime's and the apply
+// machinery's. Per-fleet series carry namespace and name only (two series a
+// fleet), so their number follows the number of fleets, never of pods or
+// requests.
 var (
-	applyRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "memcached_operator_apply_requests_total",
-		Help: "Server-side applies of owned objects, by kind and result: sent, or skipped because the object already matched (the zero-write property, visible in production).",
-	}, []string{"kind", "result"})
-	extractions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "memcached_operator_apply_extractions_total",
-		Help: "Extractions of the operator's own fields from an owned object, by kind: made when its managed-fields entry or the desired object changed since one compared equal, otherwise skipped.",
-	}, []string{"kind"})
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_status_writes_total",
 		Help: "Status writes, by cause: progress (a rollout's progress alone, at most every --status-progress-interval and only while no other fleet waits for a worker) or change (anything else).",
@@ -33,18 +27,6 @@ var (
 		Name: "memcached_operator_reconcile_errors_total",
 		Help: "Reconcile phases that failed, by phase and condition reason.",
 	}, []string{"phase", "reason"})
-)
-
-// Causes of a status write, as memcached_operator_status_writes_total counts them.
-const (
-	statusProgress = "progress"
-	statusChange   = "change"
-)
-
-// Results of an apply, as memcached_operator_apply_requests_total counts them.
-const (
-	applySent    = "sent"
-	applySkipped = "skipped"
 )
 
 // FleetCollector reports, at scrape time, how many fleets each condition
@@ -130,7 +112,7 @@ func RegisterMetrics(reg prometheus.Registerer, reader client.Reader, elected <-
 			}
 		}
 	}
-	for _, c := range []prometheus.Collector{applyRequests, extractions, statusWrites, reconcileErrors, fleets} {
+	for _, c := range append(apply.Collectors(), statusWrites, reconcileErrors, fleets) {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -7,23 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-)
 
-func pod(name, message string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: podLabels("cache", nil)},
-		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "memcached"}}},
-		Status:     corev1.PodStatus{PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
-	if message != "" {
-		p.Spec.NodeName = ""
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: message}}
-	}
-	for _, m := range mutate {
-		m(p)
-	}
-	return p
-}
+	"github.com/example/memcached-operator/internal/controller/desired"
+	"github.com/example/memcached-operator/internal/controller/fleettest"
+	"github.com/example/memcached-operator/internal/controller/status"
+)
 
 // stripped is p as the pod cache keeps it.
 func stripped(g Gomega, p *corev1.Pod) *corev1.Pod {
@@ -32,46 +20,35 @@ func stripped(g Gomega, p *corev1.Pod) *corev1.Pod {
 	return out.(*corev1.Pod)
 }
 
-func TestUnschedulable(t *testing.T) {
-	g := NewWithT(t)
-	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
-	n, msg := Unschedulable([]corev1.Pod{*pod("c", "no node c"), *pod("a", ""), *pod("b", "no node b"), *pod("d", "gone", deleting)})
-	g.Expect(n).To(Equal(2), "a pod being deleted is not waited for")
-	g.Expect(msg).To(Equal("no node b"), "the first by name, so passes agree")
-	n, msg = Unschedulable(nil)
-	g.Expect(n).To(BeZero())
-	g.Expect(msg).To(BeEmpty())
-}
-
 // TestPlacementOnly: the cached pod keeps what is read, drops the rest,
 // and the event filter passes only changes of schedulability and scale-down marks.
 func TestPlacementOnly(t *testing.T) {
 	g := NewWithT(t)
 	strip := func(p *corev1.Pod) *corev1.Pod { return stripped(g, p) }
-	waiting := strip(pod("a", "0/3 nodes are available"))
-	g.Expect(waiting.Labels).To(HaveKeyWithValue(LabelInstance, "cache"))
+	waiting := strip(fleettest.Pod("a", "0/3 nodes are available"))
+	g.Expect(waiting.Labels).To(HaveKeyWithValue(desired.LabelInstance, "cache"))
 	g.Expect(waiting.Spec.Containers).To(BeEmpty())
-	n, msg := Unschedulable([]corev1.Pod{*waiting})
+	n, msg := status.Unschedulable([]corev1.Pod{*waiting})
 	g.Expect(n).To(Equal(1))
 	g.Expect(msg).To(Equal("0/3 nodes are available"))
 
-	running := strip(pod("a", ""))
+	running := strip(fleettest.Pod("a", ""))
 	g.Expect(running.Spec.NodeName).To(Equal("n1"), "a scale-down reads where pods run")
-	g.Expect(podReady(running)).To(BeTrue())
+	g.Expect(status.PodReady(running)).To(BeTrue())
 	g.Expect(running.Status.PodIP).To(BeEmpty(), "the rest of a pod's status is of no use here")
 	g.Expect(running.Annotations).To(BeEmpty())
-	moved := strip(pod("a", "", func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.2" }))
-	marked := strip(pod("a", "", func(p *corev1.Pod) {
-		p.Annotations = map[string]string{PodDeletionCost: FirstToGo, "other": "dropped"}
+	moved := strip(fleettest.Pod("a", "", func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.2" }))
+	marked := strip(fleettest.Pod("a", "", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{desired.PodDeletionCost: desired.FirstToGo, "other": "dropped"}
 	}))
-	g.Expect(marked.Annotations).To(Equal(map[string]string{PodDeletionCost: FirstToGo}))
+	g.Expect(marked.Annotations).To(Equal(map[string]string{desired.PodDeletionCost: desired.FirstToGo}))
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: marked})).To(BeTrue(), "a scale-down mark reaching the cache")
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: marked, ObjectNew: running})).To(BeTrue(), "and its removal")
 
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: moved})).To(BeFalse(), "pod churn is not a scheduling change")
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: waiting})).To(BeTrue())
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: running})).To(BeTrue(), "scheduled at last")
-	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: strip(pod("a", "0/4 nodes are available"))})).To(BeTrue())
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: strip(fleettest.Pod("a", "0/4 nodes are available"))})).To(BeTrue())
 	g.Expect(podChanged.Create(event.CreateEvent{Object: running})).To(BeFalse())
 	g.Expect(podChanged.Create(event.CreateEvent{Object: waiting})).To(BeTrue())
 	g.Expect(podChanged.Delete(event.DeleteEvent{Object: waiting})).To(BeTrue())
@@ -92,20 +69,20 @@ func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "auth-check", Image: "op:1", State: state}}
 		}
 	}
-	missing := strip(pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "users" not found`}})))
+	missing := strip(fleettest.Pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "users" not found`}})))
 	g.Expect(missing.Status.InitContainerStatuses).To(HaveLen(1))
 	g.Expect(missing.Status.InitContainerStatuses[0].Image).To(BeEmpty())
 	g.Expect(missing.Status.ContainerStatuses).To(BeEmpty())
-	g.Expect(observeAuth([]corev1.Pod{*missing})).To(Equal(&authState{blocked: 1, message: `a: secret "users" not found`}))
+	g.Expect(status.AuthFromPods([]corev1.Pod{*missing})).To(Equal(&status.AuthObservation{Blocked: 1, Message: `a: secret "users" not found`}))
 
-	badFile := strip(pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}), func(p *corev1.Pod) {
+	badFile := strip(fleettest.Pod("a", "", check(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}), func(p *corev1.Pod) {
 		p.Status.InitContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Message: "line 1 has no ':'", Reason: "Error"}
 	}))
-	g.Expect(observeAuth([]corev1.Pod{*badFile})).To(Equal(&authState{blocked: 1, message: "a: the auth file: line 1 has no ':'"}))
+	g.Expect(status.AuthFromPods([]corev1.Pod{*badFile})).To(Equal(&status.AuthObservation{Blocked: 1, Message: "a: the auth file: line 1 has no ':'"}))
 
-	passed := strip(pod("a", "", check(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})))
+	passed := strip(fleettest.Pod("a", "", check(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})))
 	g.Expect(passed.Status.InitContainerStatuses).To(BeEmpty(), "a check that passed is of no more use")
-	g.Expect(observeAuth([]corev1.Pod{*passed, *strip(pod("b", ""))})).To(Equal(&authState{mounted: true}))
+	g.Expect(status.AuthFromPods([]corev1.Pod{*passed, *strip(fleettest.Pod("b", ""))})).To(Equal(&status.AuthObservation{Mounted: true}))
 
 	g.Expect(podChanged.Create(event.CreateEvent{Object: missing})).To(BeTrue())
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: missing, ObjectNew: passed})).To(BeTrue(), "the Secret came")
@@ -113,5 +90,5 @@ func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
 	g.Expect(podChanged.Delete(event.DeleteEvent{Object: badFile})).To(BeTrue())
 	deleting := *missing
 	deleting.DeletionTimestamp = &metav1.Time{}
-	g.Expect(observeAuth([]corev1.Pod{deleting})).To(Equal(&authState{}), "a pod going away is not waited for")
+	g.Expect(status.AuthFromPods([]corev1.Pod{deleting})).To(Equal(&status.AuthObservation{}), "a pod going away is not waited for")
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 )
 
 const zoneKey = "topology.kubernetes.io/zone"
@@ -23,8 +23,8 @@ func runningPod(ns, name, node, zone string) *corev1.Pod {
 	GinkgoHelper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			memcached.LabelName: memcached.NameValue, memcached.LabelInstance: "memcached-sample",
-			memcached.LabelManagedBy: memcached.ManagedByValue, zoneKey: zone,
+			desired.LabelName: desired.NameValue, desired.LabelInstance: "memcached-sample",
+			desired.LabelManagedBy: desired.ManagedByValue, zoneKey: zone,
 		}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "memcached", Image: "memcached:envtest"}}},
 	}
@@ -61,7 +61,7 @@ func noPodMarked(ns, why string) {
 		pods := &corev1.PodList{}
 		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 		for _, p := range pods.Items {
-			g.Expect(p.Annotations).NotTo(HaveKey(memcached.PodDeletionCost), why)
+			g.Expect(p.Annotations).NotTo(HaveKey(desired.PodDeletionCost), why)
 		}
 	}).Should(Succeed())
 }
@@ -95,7 +95,7 @@ var _ = Describe("A scale-down of a fleet spread over zones", func() {
 		kept := map[string]int{"a": 0, "b": 0}
 		var lastMark int64
 		for _, p := range pods.Items {
-			if p.Annotations[memcached.PodDeletionCost] == memcached.FirstToGo {
+			if p.Annotations[desired.PodDeletionCost] == desired.FirstToGo {
 				rv, err := strconv.ParseInt(p.ResourceVersion, 10, 64)
 				Expect(err).NotTo(HaveOccurred())
 				lastMark = max(lastMark, rv)
@@ -158,20 +158,20 @@ var _ = Describe("A scale-down chosen before", func() {
 		// A mark left by an earlier scale-down that was called off: zone a's
 		// only pod must not go now.
 		Expect(k8s.Patch(ctx, stale, client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"`+memcached.PodDeletionCost+`":"`+memcached.FirstToGo+`"}}}`)))).To(Succeed())
+			[]byte(`{"metadata":{"annotations":{"`+desired.PodDeletionCost+`":"`+desired.FirstToGo+`"}}}`)))).To(Succeed())
 		cachedReady(ns, 3)
 		Eventually(func(g Gomega) map[string]string {
 			p := &corev1.Pod{}
 			g.Expect(mgr.GetCache().Get(ctx, key(stale), p)).To(Succeed())
 			return p.Annotations
-		}).Should(HaveKey(memcached.PodDeletionCost))
+		}).Should(HaveKey(desired.PodDeletionCost))
 
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
 		marked := func(name string) bool {
 			p := &corev1.Pod{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
-			return p.Annotations[memcached.PodDeletionCost] == memcached.FirstToGo
+			return p.Annotations[desired.PodDeletionCost] == desired.FirstToGo
 		}
 		Expect(marked("memcached-sample-0")).To(BeFalse(), "zone a's only pod stays")
 		Expect(marked("memcached-sample-1")).NotTo(Equal(marked("memcached-sample-2")), "one of zone b's two goes")

@@ -4,78 +4,34 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/exporter"
+	"github.com/example/memcached-operator/internal/controller/apply"
+	"github.com/example/memcached-operator/internal/controller/desired"
+	"github.com/example/memcached-operator/internal/controller/status"
 	"github.com/example/memcached-operator/internal/policy"
 )
-
-// ServiceMonitorGVK is prometheus-operator's ServiceMonitor. The operator
-// does not depend on its CRDs: it asks the RESTMapper whether the API is
-// served when a fleet wants one, so it starts without them and notices when
-// they are installed later.
-var ServiceMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
-
-// monitoringState is what the ServiceMonitor phase found.
-type monitoringState struct {
-	wanted, applied, apiMissing, removed bool
-}
 
 // reconcileServiceMonitor keeps the fleet's ServiceMonitor equal to its spec.
 // A pass over a monitored fleet makes one GET and, when nothing changed, no
 // write.
 func (r *Reconciler) reconcileServiceMonitor(ctx context.Context, s *scope) error {
 	wanted := policy.ServiceMonitorEnabled(s.spec) && policy.ExporterEnabled(s.spec)
-	kind := optionalKind{gvk: ServiceMonitorGVK, memo: &r.monitored, condition: cachev1alpha1.ConditionServiceMonitorReady}
-	outcome, _, err := r.reconcileOptional(ctx, s, kind, wanted, func() *unstructured.Unstructured {
-		return BuildServiceMonitor(s.memcached, s.spec)
+	kind := apply.OptionalKind{GVK: desired.ServiceMonitorGVK, Condition: cachev1alpha1.ConditionServiceMonitorReady}
+	outcome, _, err := r.applier().Optional(ctx, s.memcached, kind, wanted, func() *unstructured.Unstructured {
+		return desired.ServiceMonitor(s.memcached, s.spec)
 	})
-	if err != nil || outcome == optionalNone {
+	if err != nil || outcome == apply.None {
 		return err
 	}
-	s.monitoring = &monitoringState{
-		wanted:     wanted,
-		apiMissing: outcome == optionalAPIMissing,
-		removed:    outcome == optionalRemoved,
-		applied:    outcome == optionalUnchanged || outcome == optionalCreated || outcome == optionalUpdated,
+	if outcome == apply.Created {
+		s.markCreated(desired.ServiceMonitorGVK.Kind)
+	}
+	s.monitoring = &status.MonitoringObservation{
+		Wanted:     wanted,
+		APIMissing: outcome == apply.APIMissing,
+		Removed:    outcome == apply.Removed,
+		Applied:    outcome == apply.Unchanged || outcome == apply.Created || outcome == apply.Updated,
 	}
 	return nil
-}
-
-// scrapeTimeout bounds a scrape of the exporter, whose own is a second.
-const scrapeTimeout = "5s"
-
-// BuildServiceMonitor is the fleet's ServiceMonitor: it selects the fleet's
-// Service and scrapes the exporter's metrics port.
-func BuildServiceMonitor(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *unstructured.Unstructured {
-	sm := spec.Monitoring.ServiceMonitor
-	endpoint := map[string]any{"port": metricsPortName, "path": "/metrics"}
-	if iv := ptr.Deref(sm.Interval, ""); iv != "" {
-		// The interval is at least 10 s (the CRD's rule), so the timeout
-		// fits in it; without one, Prometheus' own applies to both.
-		endpoint["interval"] = iv
-		if iv != "0" {
-			endpoint["scrapeTimeout"] = scrapeTimeout
-		}
-	}
-	labels := map[string]any{}
-	for k, v := range sm.Labels {
-		labels[k] = v
-	}
-	for k, v := range objectLabels(mc.Name) {
-		labels[k] = v
-	}
-	selector := map[string]any{}
-	for k, v := range selectorLabels(mc.Name) {
-		selector[k] = v
-	}
-	return optionalObject(mc, ServiceMonitorGVK, labels, map[string]any{
-		"selector":          map[string]any{"matchLabels": selector},
-		"namespaceSelector": map[string]any{"matchNames": []any{mc.Namespace}},
-		"endpoints":         []any{endpoint},
-		// A target that answers more than the exporter ever gives is not it.
-		"sampleLimit": int64(exporter.MaxSamples),
-	})
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
 )
 
@@ -28,7 +29,7 @@ func TestServiceMonitorRemovedBeforeItsConditionIsSeen(t *testing.T) {
 	scheme := runtime.NewScheme()
 	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(ServiceMonitorGVK, meta.RESTScopeNamespace)
+	mapper.Add(desired.ServiceMonitorGVK, meta.RESTScopeNamespace)
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 2}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(mc).Build()
 	r := &Reconciler{Client: c}
@@ -42,7 +43,7 @@ func TestServiceMonitorRemovedBeforeItsConditionIsSeen(t *testing.T) {
 	}
 	g.Expect(r.reconcileServiceMonitor(ctx, &scope{memcached: on, spec: policy.Resolve(&on.Spec, cfg)})).To(Succeed())
 	sm := &unstructured.Unstructured{}
-	sm.SetGroupVersionKind(ServiceMonitorGVK)
+	sm.SetGroupVersionKind(desired.ServiceMonitorGVK)
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(mc), sm)).To(Succeed())
 
 	off := mc.DeepCopy() // no ServiceMonitorReady condition in its status
@@ -50,7 +51,7 @@ func TestServiceMonitorRemovedBeforeItsConditionIsSeen(t *testing.T) {
 	s := &scope{memcached: off, spec: policy.Resolve(&off.Spec, cfg)}
 	g.Expect(r.reconcileServiceMonitor(ctx, s)).To(Succeed())
 	g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(mc), sm))).To(BeTrue(), "the ServiceMonitor is deleted")
-	g.Expect(s.monitoring.removed).To(BeTrue())
+	g.Expect(s.monitoring.Removed).To(BeTrue())
 
 	// Once removed, a fleet that never asks again costs no read.
 	s = &scope{memcached: off, spec: policy.Resolve(&off.Spec, cfg)}

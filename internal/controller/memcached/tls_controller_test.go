@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/memcached"
+	"github.com/example/memcached-operator/internal/controller/desired"
 )
 
 // withFleetTLS turns TLS on with the Issuer "ca".
@@ -26,7 +26,7 @@ func withFleetTLS(mc *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
 func certificateOf(mc *cachev1alpha1.Memcached) func(Gomega) *unstructured.Unstructured {
 	return func(g Gomega) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(memcached.CertificateGVK)
+		u.SetGroupVersionKind(desired.CertificateGVK)
 		g.Expect(k8s.Get(ctx, key(mc), u)).To(Succeed())
 		return u
 	}
@@ -112,7 +112,7 @@ var _ = Describe("A fleet with spec.tls", func() {
 		patchSpec(mc, `{"tls":{"enabled":false}}`)
 		Eventually(func() bool {
 			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(memcached.CertificateGVK)
+			u.SetGroupVersionKind(desired.CertificateGVK)
 			return apierrors.IsNotFound(k8s.Get(ctx, key(mc), u))
 		}).Should(BeTrue())
 		Eventually(func(g Gomega) []metav1.Condition { return statusOf(mc)(g).Conditions }).ShouldNot(
@@ -134,7 +134,7 @@ var _ = Describe("A fleet with spec.tls", func() {
 		other := withFleetTLS(sample(ns, 1))
 		other.Name = "taken"
 		foreign := &unstructured.Unstructured{}
-		foreign.SetGroupVersionKind(memcached.CertificateGVK)
+		foreign.SetGroupVersionKind(desired.CertificateGVK)
 		foreign.SetNamespace(ns)
 		foreign.SetName("taken")
 		Expect(unstructured.SetNestedMap(foreign.Object, map[string]any{"secretName": "someone-elses", "dnsNames": []any{"x.example.com"},

@@ -1,0 +1,195 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// Applier writes a fleet's owned objects. It remembers, for each object,
+// that the fields it owns were verified to hold what was desired (the
+// ledger), and which fleets it gave an optional object; Forget drops both
+// when the fleet is gone.
+type Applier struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server, bypassing the cache; it confirms a
+	// cache miss before an object is created. Defaults to Client.
+	APIReader client.Reader
+
+	applied appliedLedger
+	// gave holds the fleets this process gave an optional object
+	// (optionalKey → struct{}).
+	gave sync.Map
+}
+
+func (a *Applier) apiReader() client.Reader {
+	if a.APIReader != nil {
+		return a.APIReader
+	}
+	return a.Client
+}
+
+// Forget drops everything remembered of the fleet's objects.
+func (a *Applier) Forget(fleet types.NamespacedName) {
+	a.applied.forget(fleet)
+	for _, kind := range optionalKinds {
+		a.gave.Delete(optionalKey{kind, fleet})
+	}
+}
+
+// Remembers names what is remembered of the fleet's objects, for tests.
+func (a *Applier) Remembers(fleet types.NamespacedName) []string {
+	var out []string
+	for _, kind := range ledgerKinds {
+		if _, ok := a.applied.m.Load(ledgerKey{kind, fleet}); ok {
+			out = append(out, "applied "+kind)
+		}
+	}
+	for _, kind := range optionalKinds {
+		if _, ok := a.gave.Load(optionalKey{kind, fleet}); ok {
+			out = append(out, "gave "+kind)
+		}
+	}
+	return out
+}
+
+// IfChanged server-side applies desired unless the fields FieldOwner
+// owns on the live object already hold exactly those values. Comparing the
+// extracted fields, not the whole object, skips the request when nothing
+// drifted while still catching an edit by anyone else: such an edit moves
+// ownership of the field away from us, so it no longer extracts equal. The
+// same fact lets the Applier's ledger skip the extraction itself
+// while our managed-fields entry has not moved since one compared equal.
+//
+// An object of that name that mc does not control is never touched: the
+// result is a NameConflict. The cache only holds objects with the operator's
+// label, so on a miss the apply carries a resourceVersion precondition no
+// existing object can meet (createOnly): the API server creates the object
+// when the name is free and answers Conflict, changing nothing, when it is
+// taken. Only then is the object read live, to tell a stranger from our own
+// object the cache has not seen yet. A new fleet's objects so cost one
+// request each, and a converged fleet never takes that path.
+//
+// live receives the object as the API server last returned it (the apply's
+// answer, or the cached copy when nothing was sent), so status is computed
+// from the object after this pass, never from the one before it.
+//
+// sending, when not nil, is told just before an apply changes an existing
+// object (the object as cached and the fields we owned on it) or creates
+// one (current is nil then).
+func IfChanged[O client.Object, A interface {
+	runtime.ApplyConfiguration
+	WithResourceVersion(string) A
+}](
+	ctx context.Context, a *Applier, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
+	extract func(O, string) (A, error), sending func(live O, current A),
+) (created bool, err error) {
+	key := client.ObjectKeyFromObject(mc)
+	switch err := a.Client.Get(ctx, key, live); {
+	case apierrors.IsNotFound(err):
+		if sending != nil {
+			var none A
+			sending(live, none)
+		}
+		applyRequests.WithLabelValues(kind, applySent).Inc()
+		switch err := a.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
+		case err == nil:
+			ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", true)
+			return true, FromApplyConfiguration(desired, live)
+		case !apierrors.IsConflict(err):
+			return false, applyError(kind, key, err)
+		}
+		switch err := a.apiReader().Get(ctx, key, live); {
+		case apierrors.IsNotFound(err):
+			// Deleted since the Conflict: create-only again below.
+			created = true
+		case err != nil:
+			return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+		case !metav1.IsControlledBy(live, mc):
+			return false, NameConflict(kind, live)
+		default:
+			// Ours: applied on the condition that it is still the object
+			// read. An empty resourceVersion is no way to drop the
+			// precondition: it is applied as a value, and kinds that refuse
+			// unconditional updates (PodDisruptionBudget) then refuse it.
+			desired.WithResourceVersion(live.GetResourceVersion())
+		}
+	case err != nil:
+		return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+	case !metav1.IsControlledBy(live, mc):
+		return false, NameConflict(kind, live)
+	default:
+		want, err := desiredDigest(desired)
+		if err != nil {
+			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
+		}
+		if a.applied.holds(kind, live, want) {
+			applyRequests.WithLabelValues(kind, applySkipped).Inc()
+			return false, nil
+		}
+		extractions.WithLabelValues(kind).Inc()
+		current, err := extract(live, FieldOwner)
+		if err != nil {
+			return false, fmt.Errorf("extracting applied fields of %s %s: %w", kind, key, err)
+		}
+		if apiequality.Semantic.DeepEqual(current, desired) {
+			a.applied.verified(kind, live, want)
+			applyRequests.WithLabelValues(kind, applySkipped).Inc()
+			return false, nil
+		}
+		if sending != nil {
+			sending(live, current)
+		}
+	}
+	applyRequests.WithLabelValues(kind, applySent).Inc()
+	if err := a.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, applyError(kind, key, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created)
+	// The client decoded the API server's answer into desired.
+	return created, FromApplyConfiguration(desired, live)
+}
+
+// createOnly is a resourceVersion no existing object has, so an apply that
+// carries it can only create. The API server checks a resourceVersion in an
+// apply against the stored object's, and ignores it when there is none
+// (create-via-apply wipes it). A resourceVersion is the storage revision of
+// an object's last write, and no two objects are written by the same one,
+// so the Memcached's own resourceVersion is never that of its Deployment,
+// Service or PodDisruptionBudget.
+func createOnly(mc *cachev1alpha1.Memcached) string {
+	if rv := mc.GetResourceVersion(); rv != "" {
+		return rv
+	}
+	// Never stored (a Memcached built in a test): the first revision,
+	// which no write produces.
+	return "1"
+}
+
+// FromApplyConfiguration copies an apply configuration holding a whole
+// object, as the API server returned it, into its API type.
+func FromApplyConfiguration(ac any, obj client.Object) error {
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("reading the applied object: %w", err)
+	}
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return fmt.Errorf("reading the applied object: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package apply
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The apply machinery's metrics: how often an owned object needed a write.
+var (
+	applyRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_apply_requests_total",
+		Help: "Server-side applies of owned objects, by kind and result: sent, or skipped because the object already matched (the zero-write property, visible in production).",
+	}, []string{"kind", "result"})
+	extractions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_apply_extractions_total",
+		Help: "Extractions of the operator's own fields from an owned object, by kind: made when its managed-fields entry or the desired object changed since one compared equal, otherwise skipped.",
+	}, []string{"kind"})
+)
+
+// Results of an apply, as memcached_operator_apply_requests_total counts them.
+const (
+	applySent    = "sent"
+	applySkipped = "skipped"
+)
+
+// Collectors are the apply machinery's metrics, for the operator's registry.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{applyRequests, extractions}
+}

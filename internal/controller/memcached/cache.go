@@ -1,0 +1,110 @@
+package memcached
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/apply"
+	"github.com/example/memcached-operator/internal/controller/desired"
+	"github.com/example/memcached-operator/internal/controller/status"
+)
+
+// CacheOptions scopes the manager's cache to the watched namespaces (all when
+// empty) and, for owned kinds and EndpointSlices, to the operator's own
+// objects (a Service's slices carry its labels), so that its memory follows
+// the number of fleets rather than the size of the cluster. Slices keep
+// only which pods are ready (readinessOnly), pods only where they run
+// (placementOnly): only owned objects keep managed fields, to compare what
+// the operator applied.
+func CacheOptions(namespaces []string) cache.Options {
+	selector := labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedByValue})
+	own := cache.ByObject{Label: selector, Transform: apply.KeepOwnManagedFields}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:            own,
+		&corev1.Service{}:               own,
+		&policyv1.PodDisruptionBudget{}: own,
+		&networkingv1.NetworkPolicy{}:   own,
+		&discoveryv1.EndpointSlice{}:    {Label: selector, Transform: readinessOnly},
+		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
+		// Status is patched as a merge patch computed from the object read,
+		// which needs no managed fields.
+		&cachev1alpha1.Memcached{}: {Transform: cache.TransformStripManagedFields()},
+	}}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+// readinessOnly is the cache transform of EndpointSlices: what ReadyPods
+// reads (each endpoint's pod and its ready and terminating conditions) and
+// the labels that map and index a slice to its fleet. Addresses, ports,
+// nodes, hints and the rest of the metadata are dropped, since the cache
+// holds a slice per fleet (two for dual stack).
+func readinessOnly(in any) (any, error) {
+	s, ok := in.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return in, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta:  cachedMeta(&s.ObjectMeta),
+		AddressType: s.AddressType,
+		Endpoints:   make([]discoveryv1.Endpoint, 0, len(s.Endpoints)),
+	}
+	for _, ep := range s.Endpoints {
+		kept := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ep.Conditions.Ready, Terminating: ep.Conditions.Terminating}}
+		if ep.TargetRef != nil {
+			kept.TargetRef = &corev1.ObjectReference{Kind: ep.TargetRef.Kind, Name: ep.TargetRef.Name}
+		}
+		out.Endpoints = append(out.Endpoints, kept)
+	}
+	return out, nil
+}
+
+// placementOnly keeps of a cached pod only what observePods, markScaleDown
+// and the event handler read: a fleet of a thousand pods then costs little
+// memory.
+func placementOnly(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	out := &corev1.Pod{ObjectMeta: cachedMeta(&p.ObjectMeta), Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+	if cost, ok := p.Annotations[desired.PodDeletionCost]; ok {
+		out.Annotations = map[string]string{desired.PodDeletionCost: cost}
+	}
+	if c := status.UnschedulableCondition(p); c != nil {
+		out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+	}
+	if status.PodReady(p) {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	}
+	if c := status.AuthCheckStatus(p); c != nil && status.AuthBlocked(p) != "" {
+		kept := corev1.ContainerStatus{Name: c.Name, State: c.State}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			kept.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: t.Message}
+		}
+		out.Status.InitContainerStatuses = []corev1.ContainerStatus{kept}
+	}
+	return out, nil
+}
+
+// cachedMeta is the metadata a trimmed cache keeps: the object's identity,
+// its labels (which index and map it to a fleet) and its lifetime.
+func cachedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp, CreationTimestamp: m.CreationTimestamp,
+	}
+}

@@ -1,0 +1,141 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/status"
+)
+
+// statusWriter writes fleets' statuses and holds every rule about when a
+// computed status is sent:
+//
+//   - one equal to the status the pass read is not sent;
+//   - one equal to this process's last write over the same object is not
+//     sent again: the pass ran before that write reached the cache;
+//   - one that only reports a rollout's progress (status.ProgressOnly) waits
+//     until interval after the fleet's last write, and while other fleets
+//     wait for a worker (a round trip for it would keep them from theirs);
+//     the pass is then asked for again when it is due;
+//   - anything else, a new generation or any transition, is sent at once.
+type statusWriter struct {
+	// interval is the least time between two writes of a fleet that only
+	// report progress; 0 sends every change.
+	interval time.Duration
+	now      func() time.Time
+	// backlog is how many fleets wait for a worker: the length of the
+	// controller's queue once it started (queue.New); unset counts none.
+	backlog atomic.Pointer[func() int]
+	// last holds each fleet's last status write by this process
+	// (types.NamespacedName → *statusWrite).
+	last sync.Map
+}
+
+// statusWrite is a status this process wrote: when, what, and the
+// resourceVersion of the object it was computed over.
+type statusWrite struct {
+	at     time.Time
+	over   string
+	status *cachev1alpha1.MemcachedStatus
+}
+
+// verdict is what the writer does with a computed status: send it for cause,
+// or, when cause is "", not; a status held back is due after wait.
+type verdict struct {
+	cause string
+	wait  time.Duration
+}
+
+// Causes of a status write, as memcached_operator_status_writes_total counts them.
+const (
+	statusProgress = "progress"
+	statusChange   = "change"
+)
+
+// decide applies the rules to a fleet's status computed over read.
+func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1alpha1.MemcachedStatus, now time.Time) verdict {
+	if apiequality.Semantic.DeepEqual(&read.Status, computed) {
+		return verdict{}
+	}
+	var last *statusWrite
+	if v, ok := w.last.Load(client.ObjectKeyFromObject(read)); ok {
+		last = v.(*statusWrite)
+	}
+	if last != nil && last.over == read.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, computed) {
+		return verdict{}
+	}
+	if w.interval <= 0 || last == nil || !status.ProgressOnly(&read.Status, computed) {
+		return verdict{cause: statusChange}
+	}
+	wait := w.interval - now.Sub(last.at)
+	if wait <= 0 && w.backlogged() {
+		// It waits for a queue with no one waiting, or for the fleet's next
+		// transition, which is written at once.
+		wait = w.interval
+	}
+	if wait > 0 {
+		return verdict{wait: wait}
+	}
+	return verdict{cause: statusProgress}
+}
+
+// write sends updated's status as a merge patch against read, when decide
+// says so; held is how long a status held back waits.
+func (w *statusWriter) write(ctx context.Context, c client.Client, read, updated *cachev1alpha1.Memcached) (held time.Duration, err error) {
+	now := w.now()
+	v := w.decide(read, &updated.Status, now)
+	if v.cause == "" {
+		return v.wait, nil
+	}
+	key := client.ObjectKeyFromObject(updated)
+	if err := c.Status().Patch(ctx, updated, client.MergeFrom(read)); err != nil {
+		return 0, fmt.Errorf("patching status of Memcached %s: %w", key, err)
+	}
+	statusWrites.WithLabelValues(v.cause).Inc()
+	w.last.Store(key, &statusWrite{at: now, over: read.ResourceVersion, status: updated.Status.DeepCopy()})
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		log.Info("Wrote status", "ready", conditionSummary(&updated.Status, cachev1alpha1.ConditionReady),
+			"was", conditionSummary(&read.Status, cachev1alpha1.ConditionReady),
+			"readyReplicas", updated.Status.ReadyReplicas, "nodes", len(updated.Status.Nodes),
+			"changed", status.Changes(&read.Status, &updated.Status))
+	}
+	return 0, nil
+}
+
+// countBacklog makes length the count of fleets waiting for a worker.
+func (w *statusWriter) countBacklog(length func() int) { w.backlog.Store(&length) }
+
+func (w *statusWriter) backlogged() bool {
+	n := w.backlog.Load()
+	return n != nil && (*n)() > 0
+}
+
+// forget drops the fleet's last write.
+func (w *statusWriter) forget(key types.NamespacedName) { w.last.Delete(key) }
+
+// remembers names what the writer remembers of the fleet, for tests.
+func (w *statusWriter) remembers(key types.NamespacedName) []string {
+	if _, ok := w.last.Load(key); ok {
+		return []string{"last status write"}
+	}
+	return nil
+}
+
+// conditionSummary is "Status/Reason" of a condition, for debug logs.
+func conditionSummary(st *cachev1alpha1.MemcachedStatus, t string) string {
+	c := meta.FindStatusCondition(st.Conditions, t)
+	if c == nil {
+		return "none"
+	}
+	return string(c.Status) + "/" + c.Reason
+}
