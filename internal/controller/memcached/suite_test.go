@@ -62,7 +62,7 @@ var _ = BeforeSuite(func() {
 
 	var err error
 	// cert-manager's CRDs: TLS fleets own a Certificate. Its API missing is
-	// the status table's (ComputeStatus) to test.
+	// the status table's (status.Compute) to test.
 	env, err = testenv.New(testenv.Options{CertManagerCRDs: true})
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err = env.Start()

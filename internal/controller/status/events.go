@@ -61,9 +61,9 @@ func worthAnEvent(old, c *metav1.Condition) bool {
 }
 
 // eventWorthy reports whether a condition's change from old to c is news:
-// a flip, except into or out of ScalingUp (a scale-up the user asked for,
-// which at a thousand fleets was two event writes a fleet), and a pod lost
-// while scaling up, which turns ScalingUp into another reason.
+// a flip, except into or out of ScalingUp (a scale-up the user asked for
+// is no news), and a pod lost while scaling up, which turns ScalingUp into
+// another reason.
 func eventWorthy(old, c *metav1.Condition) bool {
 	scaling := func(c *metav1.Condition) bool { return c.Reason == cachev1alpha1.ReasonScalingUp }
 	switch {
