@@ -257,6 +257,21 @@ func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, e
 	return out, nil
 }
 
+// deploymentsAsking reports the fleets whose Deployment asks for size pods.
+func (w *watcher) deploymentsAsking(ctx context.Context, size int32) (map[string]bool, error) {
+	deps := &appsv1.DeploymentList{}
+	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range deps.Items {
+		if ptr.Deref(deps.Items[i].Spec.Replicas, 1) == size {
+			out[deps.Items[i].Name] = true
+		}
+	}
+	return out, nil
+}
+
 // endpointsListed reports the fleets whose Service's EndpointSlices list size
 // ready endpoints: the moment a client resolving the headless Service sees
 // every server, and the earliest a status.nodes read from them can be whole.
@@ -298,8 +313,11 @@ func (w *watcher) endpointsListed(ctx context.Context, size int32) (map[string]b
 // generationLags is, for each fleet, how long after the bench's cache first
 // held its new generation its status named it (observedGeneration): what a
 // script reading observedGeneration waits for, whatever the rollout does.
+// deploymentLags is how long after the cache first held the fleet's
+// Deployment asking for the new size (the client's update of it) the status
+// named the new generation; 0 when the status came first.
 type converged struct {
-	times, lags, endpointLags, afterEndpoints, generationLags []time.Duration
+	times, lags, endpointLags, afterEndpoints, generationLags, deploymentLags []time.Duration
 }
 
 // waitConverged polls the bench's cache every 100 ms until n fleets are
@@ -310,6 +328,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 	listedAt := map[string]time.Duration{}
 	seenAt := map[string]time.Duration{}
 	observedAt := map[string]time.Duration{}
+	askedAt := map[string]time.Duration{}
 	var last int
 	lastLog := time.Now()
 	err := pollFor(ctx, fmt.Sprintf("%d fleets in %s converged", n, w.ns), timeout, func(ctx context.Context) (bool, error) {
@@ -335,6 +354,15 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		for name := range rolled {
 			if _, ok := rolledAt[name]; !ok {
 				rolledAt[name] = now
+			}
+		}
+		asked, err := w.deploymentsAsking(ctx, size)
+		if err != nil {
+			return false, err
+		}
+		for name := range asked {
+			if _, ok := askedAt[name]; !ok {
+				askedAt[name] = now
 			}
 		}
 		listed, err := w.endpointsListed(ctx, size)
@@ -379,6 +407,9 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 	var c converged
 	for name, o := range observedAt {
 		c.generationLags = append(c.generationLags, o-seenAt[name])
+		if a, ok := askedAt[name]; ok {
+			c.deploymentLags = append(c.deploymentLags, max(0, o-a))
+		}
 	}
 	for name, d := range doneAt {
 		c.times = append(c.times, d)
@@ -392,7 +423,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 			c.afterEndpoints = append(c.afterEndpoints, max(0, d-max(l, r)))
 		}
 	}
-	for _, s := range [][]time.Duration{c.times, c.lags, c.endpointLags, c.afterEndpoints, c.generationLags} {
+	for _, s := range [][]time.Duration{c.times, c.lags, c.endpointLags, c.afterEndpoints, c.generationLags, c.deploymentLags} {
 		slices.Sort(s)
 	}
 	return c, err

@@ -102,9 +102,15 @@ type phaseResult struct {
 	StatusAfterEndpointsP99Seconds float64 `json:"statusAfterEndpointsP99Seconds"`
 	// GenerationLag*: how long after the bench first saw a fleet's new
 	// generation its status named it (observedGeneration).
-	GenerationLagP50Seconds  float64       `json:"generationLagP50Seconds"`
-	GenerationLagP99Seconds  float64       `json:"generationLagP99Seconds"`
-	GenerationLagMaxSeconds  float64       `json:"generationLagMaxSeconds"`
+	GenerationLagP50Seconds float64 `json:"generationLagP50Seconds"`
+	GenerationLagP99Seconds float64 `json:"generationLagP99Seconds"`
+	GenerationLagMaxSeconds float64 `json:"generationLagMaxSeconds"`
+	// DeploymentLag*: how long after the client's update of the fleet's
+	// Deployment (first seen asking for the new size) the status named the
+	// new generation.
+	DeploymentLagP50Seconds  float64       `json:"deploymentLagP50Seconds"`
+	DeploymentLagP99Seconds  float64       `json:"deploymentLagP99Seconds"`
+	DeploymentLagMaxSeconds  float64       `json:"deploymentLagMaxSeconds"`
 	Requests                 requestCounts `json:"requests"`
 	WritesPerFleet           float64       `json:"writesPerFleet"`
 	WritesPerFleetExclEvents float64       `json:"writesPerFleetExclEvents"`
@@ -447,9 +453,11 @@ func loadAvg() string {
 // into the EndpointSlices' part and the client's own, p50/p99, for the
 // operator and the reference.
 func lagNote(op, ref *phaseResult) string {
-	return fmt.Sprintf("status naming the new generation after p50/p99/max %.2fs/%.2fs/%.2fs (reference %.2fs/%.2fs/%.2fs); ",
+	return fmt.Sprintf("status naming the new generation after p50/p99/max %.2fs/%.2fs/%.2fs (reference %.2fs/%.2fs/%.2fs), after the Deployment's update %.2fs/%.2fs/%.2fs (reference %.2fs/%.2fs/%.2fs); ",
 		op.GenerationLagP50Seconds, op.GenerationLagP99Seconds, op.GenerationLagMaxSeconds,
-		ref.GenerationLagP50Seconds, ref.GenerationLagP99Seconds, ref.GenerationLagMaxSeconds) + fmt.Sprintf("status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs); of which EndpointSlices listing the pods %.2fs/%.2fs (reference's run %.2fs/%.2fs), then status %.2fs/%.2fs (reference %.2fs/%.2fs)",
+		ref.GenerationLagP50Seconds, ref.GenerationLagP99Seconds, ref.GenerationLagMaxSeconds,
+		op.DeploymentLagP50Seconds, op.DeploymentLagP99Seconds, op.DeploymentLagMaxSeconds,
+		ref.DeploymentLagP50Seconds, ref.DeploymentLagP99Seconds, ref.DeploymentLagMaxSeconds) + fmt.Sprintf("status behind the rollout p50/p99 %.2fs/%.2fs (reference %.2fs/%.2fs); of which EndpointSlices listing the pods %.2fs/%.2fs (reference's run %.2fs/%.2fs), then status %.2fs/%.2fs (reference %.2fs/%.2fs)",
 		op.StatusLagP50Seconds, op.StatusLagP99Seconds, ref.StatusLagP50Seconds, ref.StatusLagP99Seconds,
 		op.EndpointsLagP50Seconds, op.EndpointsLagP99Seconds, ref.EndpointsLagP50Seconds, ref.EndpointsLagP99Seconds,
 		op.StatusAfterEndpointsP50Seconds, op.StatusAfterEndpointsP99Seconds, ref.StatusAfterEndpointsP50Seconds, ref.StatusAfterEndpointsP99Seconds)

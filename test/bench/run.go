@@ -346,14 +346,19 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 	if g := conv.generationLags; len(g) > 0 {
 		p.GenerationLagMaxSeconds = round3(g[len(g)-1].Seconds())
 	}
+	p.DeploymentLagP50Seconds, p.DeploymentLagP99Seconds = percentiles(conv.deploymentLags)
+	if g := conv.deploymentLags; len(g) > 0 {
+		p.DeploymentLagMaxSeconds = round3(g[len(g)-1].Seconds())
+	}
 	if user == userOperator {
 		after, _ := b.op.stats()
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
 		p.PeakRSSMiB = after.PeakRSSMiB
 	}
-	logf("  %s: status named the new generation after p50/p99/max %.2fs/%.2fs/%.2fs", user,
-		p.GenerationLagP50Seconds, p.GenerationLagP99Seconds, p.GenerationLagMaxSeconds)
+	logf("  %s: status named the new generation after p50/p99/max %.2fs/%.2fs/%.2fs, after the Deployment's update %.2fs/%.2fs/%.2fs", user,
+		p.GenerationLagP50Seconds, p.GenerationLagP99Seconds, p.GenerationLagMaxSeconds,
+		p.DeploymentLagP50Seconds, p.DeploymentLagP99Seconds, p.DeploymentLagMaxSeconds)
 	logf("  %s: %d/%d fleets ready in %.1fs (p50 %.1fs; status behind the rollout p50 %.2fs, p99 %.2fs: endpoints %.2fs/%.2fs, then status %.2fs/%.2fs), %d writes (%.2f/fleet; %s)",
 		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds,
 		p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds, p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds,
