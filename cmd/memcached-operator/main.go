@@ -90,7 +90,7 @@ func main() {
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Memcached resources reconciled in parallel.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "Requests a second the operator may send to the API server, one limiter for all its clients (0: no client-side limit, controller-runtime's default; the API server's priority and fairness still apply).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "Requests the client may send at once above --kube-api-qps (0: a second's worth, at least 10); only with --kube-api-qps.")
-	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available, which also wait while other fleets wait for a worker (transitions are written at once); 0 writes every change.")
+	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available (transitions are written at once); 0 writes every change.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long the operator waits, once told to stop, for its work to end and its Lease to be released; keep it below the pod's grace period minus its preStop delay, or the kubelet kills it with the Lease held.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")

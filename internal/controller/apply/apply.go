@@ -86,29 +86,21 @@ func (a *Applier) Remembers(fleet types.NamespacedName) []string {
 // live receives the object as the API server last returned it (the apply's
 // answer, or the cached copy when nothing was sent), so status is computed
 // from the object after this pass, never from the one before it.
-//
-// sending, when not nil, is told just before an apply changes an existing
-// object (the object as cached and the fields we owned on it) or creates
-// one (current is nil then).
 func IfChanged[O client.Object, A interface {
 	runtime.ApplyConfiguration
 	WithResourceVersion(string) A
 }](
 	ctx context.Context, a *Applier, mc *cachev1alpha1.Memcached, kind string, live O, desired A,
-	extract func(O, string) (A, error), sending func(live O, current A),
+	extract func(O, string) (A, error),
 ) (created bool, err error) {
 	key := client.ObjectKeyFromObject(mc)
 	switch err := a.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
-		if sending != nil {
-			var none A
-			sending(live, none)
-		}
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := a.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:
 			ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", true)
-			return true, FromApplyConfiguration(desired, live)
+			return true, fromApplyConfiguration(desired, live)
 		case !apierrors.IsConflict(err):
 			return false, applyError(kind, key, err)
 		}
@@ -150,9 +142,6 @@ func IfChanged[O client.Object, A interface {
 			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
 		}
-		if sending != nil {
-			sending(live, current)
-		}
 	}
 	applyRequests.WithLabelValues(kind, applySent).Inc()
 	if err := a.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -160,7 +149,7 @@ func IfChanged[O client.Object, A interface {
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created)
 	// The client decoded the API server's answer into desired.
-	return created, FromApplyConfiguration(desired, live)
+	return created, fromApplyConfiguration(desired, live)
 }
 
 // createOnly is a resourceVersion no existing object has, so an apply that
@@ -179,9 +168,9 @@ func createOnly(mc *cachev1alpha1.Memcached) string {
 	return "1"
 }
 
-// FromApplyConfiguration copies an apply configuration holding a whole
+// fromApplyConfiguration copies an apply configuration holding a whole
 // object, as the API server returned it, into its API type.
-func FromApplyConfiguration(ac any, obj client.Object) error {
+func fromApplyConfiguration(ac any, obj client.Object) error {
 	raw, err := json.Marshal(ac)
 	if err != nil {
 		return fmt.Errorf("reading the applied object: %w", err)

@@ -51,7 +51,7 @@ func TestOwnObjectTheCacheHasNotSeen(t *testing.T) {
 	a := &Applier{Client: cacheMiss, APIReader: c}
 	live := &appsv1.Deployment{}
 	desired := appsv1ac.Deployment("cache", "ns").WithLabels(map[string]string{"a": "b"})
-	created, err := IfChanged(context.Background(), a, mc, "Deployment", live, desired, appsv1ac.ExtractDeployment, nil)
+	created, err := IfChanged(context.Background(), a, mc, "Deployment", live, desired, appsv1ac.ExtractDeployment)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(created).To(BeFalse(), "it existed")
 	g.Expect(rvs).To(Equal([]string{"42", stored.ResourceVersion}), "create-only first, then on the condition that it is the object read")

@@ -117,7 +117,7 @@ func TestLedgerSkipsExtractionUntilOwnFieldsMove(t *testing.T) {
 	// pass reports whether it extracted and whether it sent an apply.
 	pass := func(replicas int32) [2]bool {
 		e, a := extracted, sent
-		_, err := IfChanged(ctx, ap, mc, "Deployment", &appsv1.Deployment{}, build(replicas), extract, nil)
+		_, err := IfChanged(ctx, ap, mc, "Deployment", &appsv1.Deployment{}, build(replicas), extract)
 		g.Expect(err).NotTo(HaveOccurred())
 		return [2]bool{extracted > e, sent > a}
 	}

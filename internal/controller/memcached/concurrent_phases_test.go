@@ -2,7 +2,6 @@ package memcached
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -111,18 +110,15 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 
 // resizeRig is a fake API server holding a fleet of 3 rolled out and
 // reported Available, then given a new generation by edit. Once armed, status
-// writes are counted and, with hold, the Deployment's apply is held until a
-// status write arrives (or gives up after a while), and answers applyErr.
+// writes and Deployment applies are counted, and the apply answers applyErr.
 type resizeRig struct {
 	c            client.Client
 	r            *Reconciler
 	mc           *cachev1alpha1.Memcached
 	armed        atomic.Bool
-	hold         bool
 	applyErr     error
 	statusWrites atomic.Int32
 	applies      atomic.Int32
-	statusSent   chan struct{}
 	events       *events.FakeRecorder
 	// appliesDone counts the Deployment applies answered, and
 	// appliedBeforeStatus is what it was when the first status write
@@ -132,16 +128,16 @@ type resizeRig struct {
 
 func newResizeRig(t *testing.T, g Gomega) *resizeRig {
 	t.Helper()
-	return newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, true)
+	return newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) })
 }
 
-func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hold bool) *resizeRig {
+func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec)) *resizeRig {
 	t.Helper()
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	rig := &resizeRig{statusSent: make(chan struct{}, 10), hold: hold}
+	rig := &resizeRig{}
 	rig.appliedBeforeStatus.Store(-1)
 	rig.mc = &cachev1alpha1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
@@ -153,13 +149,6 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 				if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok && rig.armed.Load() {
 					rig.applies.Add(1)
-					if rig.hold {
-						select {
-						case <-rig.statusSent:
-						case <-time.After(5 * time.Second):
-							return errors.New("the Deployment's apply waited alone: the status was not written while it was in flight")
-						}
-					}
 					if rig.applyErr != nil {
 						return rig.applyErr
 					}
@@ -172,7 +161,6 @@ func newRig(t *testing.T, g Gomega, edit func(*cachev1alpha1.MemcachedSpec), hol
 				if _, ok := obj.(*cachev1alpha1.Memcached); ok && rig.armed.Load() {
 					rig.statusWrites.Add(1)
 					rig.appliedBeforeStatus.CompareAndSwap(-1, rig.appliesDone.Load())
-					defer func() { rig.statusSent <- struct{}{} }()
 				}
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			},
@@ -248,19 +236,18 @@ func (rig *resizeRig) condition(g Gomega, t string) metav1.Condition {
 	return *c
 }
 
-// TestResizeStatusIsWrittenWhileTheApplyIsInFlight: the first pass of a
-// resize writes its status at the same time as the Deployment's apply, one
-// status write in all, and that status is the one computed from the API
-// server's answer: the new generation, rolling out, 3 of 5 pods available
-// while scaling up.
-func TestResizeStatusIsWrittenWhileTheApplyIsInFlight(t *testing.T) {
+// TestResizeIsReportedAfterTheApply: the first pass of a resize writes one
+// status, after the Deployment's apply: the new generation, rolling out, 3
+// of 5 pods available while scaling up.
+func TestResizeIsReportedAfterTheApply(t *testing.T) {
 	g := NewWithT(t)
 	rig := newResizeRig(t, g)
 	g.Expect(rig.fleet(g).Generation).To(Equal(int64(2)), "the fake API server keeps the generation it is given")
 
 	g.Expect(rig.pass()).To(Succeed())
 	g.Expect(rig.applies.Load()).To(Equal(int32(1)))
-	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)), "the announced status was the pass's status: no second write")
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
+	g.Expect(rig.appliedBeforeStatus.Load()).To(Equal(int32(1)), "the status was written after the apply")
 	st := rig.fleet(g).Status
 	g.Expect(st.ObservedGeneration).To(Equal(int64(2)))
 	for _, c := range st.Conditions {
@@ -284,116 +271,18 @@ func TestResizeStatusIsWrittenWhileTheApplyIsInFlight(t *testing.T) {
 	g.Expect(rig.fleet(g).ResourceVersion).To(Equal(before), "the next pass finds no status to write")
 }
 
-// TestResizeWhoseApplyFailsCorrectsTheAnnouncedStatus: when the apply is
-// refused, the pass writes its own status over the announced one, so what
-// stays is the failure.
-func TestResizeWhoseApplyFailsCorrectsTheAnnouncedStatus(t *testing.T) {
+// TestResizeWhoseApplyFailsReportsTheFailure: when the apply is refused,
+// the one status the pass writes says so.
+func TestResizeWhoseApplyFailsReportsTheFailure(t *testing.T) {
 	g := NewWithT(t)
 	rig := newResizeRig(t, g)
 	rig.applyErr = apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "cache", nil)
 
 	g.Expect(rig.pass()).To(HaveOccurred(), "a refused apply stalls the fleet")
-	g.Expect(rig.statusWrites.Load()).To(Equal(int32(2)), "the announced status, then the pass's")
+	g.Expect(rig.statusWrites.Load()).To(Equal(int32(1)))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionStalled)).To(And(
 		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonApplyRejected), HaveField("ObservedGeneration", int64(2))))
 	g.Expect(rig.condition(g, cachev1alpha1.ConditionReady).Reason).To(Equal(cachev1alpha1.ReasonApplyRejected))
-}
-
-// newFleet is a Reconciler over a fake API server holding a new fleet of 3
-// (never reconciled) and, when taken, someone else's Deployment of its name,
-// which the operator's cache does not hold (it lacks the operator's label)
-// and its live reads find. The Deployment's apply waits for the fleet's
-// first status write (or gives up after a while); status writes are counted.
-func newFleet(g Gomega, taken bool) (*Reconciler, *cachev1alpha1.Memcached, *atomic.Int32) {
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(cachev1alpha1.AddToScheme(scheme)).To(Succeed())
-	mc := &cachev1alpha1.Memcached{
-		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1, ResourceVersion: "7"},
-		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
-	}
-	objs := []client.Object{mc}
-	if taken {
-		objs = append(objs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})
-	}
-	var writes atomic.Int32
-	sent := make(chan struct{}, 10)
-	live := withFleetIndexes(fake.NewClientBuilder()).WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(mc).Build()
-	cached := interceptor.NewClient(live, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*appsv1.Deployment); ok && taken {
-				return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name)
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
-				select {
-				case <-sent:
-				case <-time.After(5 * time.Second):
-					return errors.New("the Deployment's create waited alone: the status was not written while it was in flight")
-				}
-			}
-			return c.Apply(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			writes.Add(1)
-			defer func() { sent <- struct{}{} }()
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-	})
-	r := &Reconciler{Client: cached, APIReader: live, Defaults: policy.Config{DefaultImage: "memcached:test"}}
-	return r, mc, &writes
-}
-
-// TestNewFleetStatusIsWrittenWhileItsObjectsAreCreated: the first pass of a
-// new fleet writes its status at the same time as it creates the
-// Deployment, one status write in all, and that status is the one computed
-// from the created Deployment: generation 1 observed, rolling out, 0 of 3
-// pods available.
-func TestNewFleetStatusIsWrittenWhileItsObjectsAreCreated(t *testing.T) {
-	g := NewWithT(t)
-	r, mc, writes := newFleet(g, false)
-	c := r.Client
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(writes.Load()).To(Equal(int32(1)), "the announced status was the pass's status: no second write")
-
-	got := &cachev1alpha1.Memcached{}
-	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), got)).To(Succeed())
-	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(1)))
-	g.Expect(got.Status.Effective).NotTo(BeNil())
-	want := map[string]string{
-		cachev1alpha1.ConditionAvailable:   "False/" + cachev1alpha1.ReasonReplicasNotReady + "/0 of 3 pods available",
-		cachev1alpha1.ConditionProgressing: "True/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
-		cachev1alpha1.ConditionReady:       "False/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
-		cachev1alpha1.ConditionDegraded:    "False/" + cachev1alpha1.ReasonReconciled + "/every owned object matches the spec",
-		cachev1alpha1.ConditionReconciling: "True/" + cachev1alpha1.ReasonRollingOut + "/the Deployment has not yet observed the spec applied to it",
-	}
-	for typ, w := range want {
-		cond := meta.FindStatusCondition(got.Status.Conditions, typ)
-		g.Expect(cond).NotTo(BeNil(), typ)
-		g.Expect(fmt.Sprintf("%s/%s/%s", cond.Status, cond.Reason, cond.Message)).To(Equal(w), typ)
-		g.Expect(cond.ObservedGeneration).To(Equal(int64(1)), typ)
-	}
-}
-
-// TestNewFleetWhoseNameIsTakenCorrectsTheAnnouncedStatus: when the name
-// is taken by an object the operator does not control, the create is
-// refused and the pass writes its own status over the announced one, so
-// what stays is the conflict.
-func TestNewFleetWhoseNameIsTakenCorrectsTheAnnouncedStatus(t *testing.T) {
-	g := NewWithT(t)
-	r, mc, writes := newFleet(g, true)
-	c := r.APIReader
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mc)})
-	g.Expect(err).NotTo(HaveOccurred(), "a name conflict is looked at again later, not retried")
-	g.Expect(writes.Load()).To(Equal(int32(2)), "the announced status, then the pass's")
-	got := &cachev1alpha1.Memcached{}
-	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mc), got)).To(Succeed())
-	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(And(
-		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonNameConflict)))
-	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
 }
 
 // TestDeletedDeploymentIsRecreatedBeforeItIsReported: a Deployment deleted
@@ -401,7 +290,7 @@ func TestNewFleetWhoseNameIsTakenCorrectsTheAnnouncedStatus(t *testing.T) {
 // recreated first and the status, computed from the answer, written after.
 func TestDeletedDeploymentIsRecreatedBeforeItIsReported(t *testing.T) {
 	g := NewWithT(t)
-	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {}, false)
+	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {})
 	// newRig gave the fleet a generation 2 with the same spec: observe it.
 	rig.armed.Store(false)
 	g.Expect(rig.pass()).To(Succeed())
@@ -417,16 +306,14 @@ func TestDeletedDeploymentIsRecreatedBeforeItIsReported(t *testing.T) {
 }
 
 // TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce: a spec change
-// that does not change the Deployment's spec (its disruption budget) is not
-// announced ahead of the apply, which would say the Deployment has not
-// observed it, even when the pass applies the Deployment for another reason
-// (a label someone else changed): the pass writes one status, Ready for the
-// new generation.
+// that does not change the Deployment's spec (its disruption budget), in a
+// pass that applies the Deployment for another reason (a label someone else
+// changed), writes one status: Ready for the new generation.
 func TestNewGenerationThatLeavesTheDeploymentSpecIsWrittenOnce(t *testing.T) {
 	g := NewWithT(t)
 	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) {
 		spec.PodDisruptionBudget = &cachev1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
-	}, false)
+	})
 	dep := &appsv1.Deployment{}
 	g.Expect(rig.c.Get(context.Background(), client.ObjectKeyFromObject(rig.mc), dep)).To(Succeed())
 	dep.Labels[desired.LabelManagedBy] = "someone"
@@ -458,7 +345,7 @@ func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		t.Run(fmt.Sprintf("a pod lost: %v", lost), func(t *testing.T) {
 			g := NewWithT(t)
-			rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
+			rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) })
 			available := func(status metav1.ConditionStatus, reason string) {
 				g.Expect(rig.pass()).To(Succeed())
 				g.Expect(rig.condition(g, cachev1alpha1.ConditionAvailable)).To(And(HaveField("Status", status), HaveField("Reason", reason)))
@@ -488,7 +375,7 @@ func TestScaleUpSendsNoEventUnlessAPodIsLost(t *testing.T) {
 // for nothing.
 func TestHeldProgressIsLookedAtAgainBehindOtherFleets(t *testing.T) {
 	g := NewWithT(t)
-	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) }, false)
+	rig := newRig(t, g, func(spec *cachev1alpha1.MemcachedSpec) { spec.Size = ptr.To[int32](5) })
 	rig.r.writer().interval = time.Hour
 	g.Expect(rig.pass()).To(Succeed())
 	rig.rollout(g, 4)

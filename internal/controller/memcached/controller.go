@@ -62,7 +62,6 @@ type Reconciler struct {
 	// ProgressInterval is the least time between two status writes of a
 	// fleet that only report a rollout's progress (ProgressOnly): a rollout
 	// then costs its transitions, not one write per pod that becomes ready.
-	// A report that is due also waits while other fleets wait for a worker.
 	// 0 writes every change.
 	ProgressInterval time.Duration
 
@@ -197,7 +196,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	f := status.Classify(reported)
 	before := slices.Clone(s.memcached.Status.Conditions)
-	s.takeAnnounced()
 	r.report(s, reported, before)
 	held, err := r.writer().write(ctx, r.Client, s.original, s.memcached)
 	if err != nil {

@@ -40,10 +40,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
 		slices.Sort(keys)
 		want.WithAnnotations(map[string]string{AcceptedRulesAnnotation: strings.Join(slices.Compact(keys), ",")})
 	}
-	created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "Deployment", dep, want, appsv1ac.ExtractDeployment,
-		func(live *appsv1.Deployment, current *appsv1ac.DeploymentApplyConfiguration) {
-			r.announceRollout(ctx, s, live, current, want)
-		})
+	created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "Deployment", dep, want, appsv1ac.ExtractDeployment)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 var (
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_status_writes_total",
-		Help: "Status writes, by cause: progress (a rollout's progress alone, at most every --status-progress-interval and only while no other fleet waits for a worker) or change (anything else).",
+		Help: "Status writes, by cause: progress (a rollout's progress alone, at most every --status-progress-interval) or change (anything else).",
 	}, []string{"cause"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_reconcile_errors_total",

@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
 	want := desired.NetworkPolicy(s.memcached, s.spec)
 	if want != nil {
-		created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "NetworkPolicy", &networkingv1.NetworkPolicy{}, want, networkingv1ac.ExtractNetworkPolicy, nil)
+		created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "NetworkPolicy", &networkingv1.NetworkPolicy{}, want, networkingv1ac.ExtractNetworkPolicy)
 		if created {
 			s.markCreated("NetworkPolicy")
 		}

@@ -19,7 +19,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 	want := desired.PodDisruptionBudget(s.memcached, s.spec)
 	key := client.ObjectKeyFromObject(s.memcached)
 	if want != nil {
-		created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, want, policyv1ac.ExtractPodDisruptionBudget, nil)
+		created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, want, policyv1ac.ExtractPodDisruptionBudget)
 		if created {
 			s.markCreated("PodDisruptionBudget")
 		}

@@ -50,9 +50,6 @@ type scope struct {
 	// object phases run at once and share it.
 	createdMu sync.Mutex
 	created   map[string]bool
-	// announced receives the fleet as the status write of announceRollout
-	// left it, or nil; nil when there was none.
-	announced chan *cachev1alpha1.Memcached
 }
 
 func (s *scope) markCreated(kind string) {
@@ -67,8 +64,7 @@ func (s *scope) markCreated(kind string) {
 type phase func(ctx context.Context, s *scope) error
 
 // ownedPhases each write one owned kind and read nothing another writes
-// (the Deployment phase also marks pods for a scale-down, and may write the
-// status from inside its apply: announce.go), so a pass runs them at once:
+// (the Deployment phase also marks pods for a scale-down), so a pass runs them at once:
 // a new fleet's objects then cost the time of the slowest one's requests
 // rather than the sum of all of them, which is most of how long a worker
 // spends on a fleet when the API server is busy.

@@ -11,7 +11,7 @@ import (
 )
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "Service", &corev1.Service{}, desired.Service(s.memcached, s.spec), corev1ac.ExtractService, nil)
+	created, err := apply.IfChanged(ctx, r.applier(), s.memcached, "Service", &corev1.Service{}, desired.Service(s.memcached, s.spec), corev1ac.ExtractService)
 	if created {
 		s.markCreated("Service")
 	}

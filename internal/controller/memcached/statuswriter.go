@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -24,18 +23,15 @@ import (
 //   - one equal to this process's last write over the same object is not
 //     sent again: the pass ran before that write reached the cache;
 //   - one that only reports a rollout's progress (status.ProgressOnly) waits
-//     until interval after the fleet's last write, and while other fleets
-//     wait for a worker (a round trip for it would keep them from theirs);
-//     the pass is then asked for again when it is due;
+//     until interval after the fleet's last write, so a rollout costs its
+//     transitions rather than a write per pod; the pass is asked for again
+//     when it is due;
 //   - anything else, a new generation or any transition, is sent at once.
 type statusWriter struct {
 	// interval is the least time between two writes of a fleet that only
 	// report progress; 0 sends every change.
 	interval time.Duration
 	now      func() time.Time
-	// backlog is how many fleets wait for a worker: the length of the
-	// controller's queue once it started (queue.New); unset counts none.
-	backlog atomic.Pointer[func() int]
 	// last holds each fleet's last status write by this process
 	// (types.NamespacedName → *statusWrite).
 	last sync.Map
@@ -77,13 +73,7 @@ func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1al
 	if w.interval <= 0 || last == nil || !status.ProgressOnly(&read.Status, computed) {
 		return verdict{cause: statusChange}
 	}
-	wait := w.interval - now.Sub(last.at)
-	if wait <= 0 && w.backlogged() {
-		// It waits for a queue with no one waiting, or for the fleet's next
-		// transition, which is written at once.
-		wait = w.interval
-	}
-	if wait > 0 {
+	if wait := w.interval - now.Sub(last.at); wait > 0 {
 		return verdict{wait: wait}
 	}
 	return verdict{cause: statusProgress}
@@ -110,14 +100,6 @@ func (w *statusWriter) write(ctx context.Context, c client.Client, read, updated
 			"changed", status.Changes(&read.Status, &updated.Status))
 	}
 	return 0, nil
-}
-
-// countBacklog makes length the count of fleets waiting for a worker.
-func (w *statusWriter) countBacklog(length func() int) { w.backlog.Store(&length) }
-
-func (w *statusWriter) backlogged() bool {
-	n := w.backlog.Load()
-	return n != nil && (*n)() > 0
 }
 
 // forget drops the fleet's last write.

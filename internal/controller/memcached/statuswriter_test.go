@@ -5,21 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
-	"github.com/example/memcached-operator/internal/controller/queue"
 )
 
 // statusWriteCounter is a fake API holding one fleet that counts the status
@@ -104,60 +99,6 @@ func TestProgressHold(t *testing.T) {
 	g.Expect(*writes).To(Equal(5))
 }
 
-// queueClock is a Reconciler with a 10 s progress interval over a fake
-// clock and a fake queue: set *now and *waiting to move them.
-type queueClock struct {
-	r       *Reconciler
-	start   time.Time
-	now     *time.Time
-	waiting *int
-}
-
-func newQueueClock(c client.Client, waiting int) queueClock {
-	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	now := start
-	qc := queueClock{start: start, now: &now, waiting: &waiting}
-	qc.r = &Reconciler{Client: c, ProgressInterval: 10 * time.Second, now: func() time.Time { return *qc.now }}
-	qc.r.writer().countBacklog(func() int { return *qc.waiting })
-	return qc
-}
-
-// TestProgressWaitsForABacklog: a report of progress that is due is held
-// while other fleets wait for a worker, for a whole interval each time, and
-// written once none waits; a transition is written at once whatever the
-// queue. The metric tells the two causes apart.
-func TestProgressWaitsForABacklog(t *testing.T) {
-	g := NewWithT(t)
-	mc, c, writes := statusWriteCounter(g)
-	qc := newQueueClock(c, 0)
-	r, start, now, waiting := qc.r, qc.start, qc.now, qc.waiting
-	progress0, change0 := testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)), testutil.ToFloat64(statusWrites.WithLabelValues(statusChange))
-
-	status := func(available metav1.ConditionStatus, ready int32) cachev1alpha1.MemcachedStatus {
-		return cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready,
-			Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: available, Reason: "r", Message: "m",
-				ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start)}}}
-	}
-	pass, _ := statusPasses(t, g, r, c, mc)
-
-	g.Expect(pass(status(metav1.ConditionFalse, 3))).To(BeZero())
-	*waiting = 1
-	*now = start.Add(30 * time.Second)
-	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10*time.Second), "due, but a fleet waits for a worker: held a whole interval")
-	*now = start.Add(40 * time.Second)
-	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(Equal(10 * time.Second))
-	g.Expect(*writes).To(Equal(1))
-	*waiting = 0
-	g.Expect(pass(status(metav1.ConditionFalse, 4))).To(BeZero(), "no one waits: written")
-	g.Expect(*writes).To(Equal(2))
-	*waiting = 500
-	*now = start.Add(41 * time.Second)
-	g.Expect(pass(status(metav1.ConditionTrue, 5))).To(BeZero(), "a transition is written whatever the queue")
-	g.Expect(*writes).To(Equal(3))
-	g.Expect(testutil.ToFloat64(statusWrites.WithLabelValues(statusProgress)) - progress0).To(Equal(1.0))
-	g.Expect(testutil.ToFloat64(statusWrites.WithLabelValues(statusChange)) - change0).To(Equal(2.0))
-}
-
 // TestStaleCacheSendsNoSecondWrite: a pass that reads the fleet from a cache
 // that has not yet seen this process's last status write computes the same
 // status again; it must not send it twice. A different status, or a fleet
@@ -191,24 +132,6 @@ func TestStaleCacheSendsNoSecondWrite(t *testing.T) {
 	g.Expect(*writes).To(Equal(3), "over a newer object, a status that differs from it is written")
 }
 
-// TestBacklogIsTheQueuesLength: the queue the controller gets is the one
-// the backlog counts: requests waiting for a worker, not those taken.
-func TestBacklogIsTheQueuesLength(t *testing.T) {
-	g := NewWithT(t)
-	r := &Reconciler{}
-	q := queue.New(logr.Discard(), r.writer().countBacklog)("memcached", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	backlog := *r.writer().backlog.Load()
-	g.Expect(backlog()).To(BeZero())
-	for _, name := range []string{"a", "b", "a"} {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}})
-	}
-	g.Expect(backlog()).To(Equal(2), "one per fleet")
-	item, _ := q.Get()
-	g.Expect(backlog()).To(Equal(1), "a fleet taken by a worker no longer waits")
-	q.Done(item)
-}
-
 // TestStatusWriterRules: each rule of the status writer, on its own.
 func TestStatusWriterRules(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -225,7 +148,6 @@ func TestStatusWriterRules(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		interval time.Duration
-		waiting  int
 		// last is this process's last write: how long ago, over which
 		// resourceVersion, and what; nil when there was none.
 		lastAgo  time.Duration
@@ -245,21 +167,18 @@ func TestStatusWriterRules(t *testing.T) {
 			read: rolling(1, "a"), computed: rolling(2, "a", "b"), want: verdict{wait: 7 * time.Second}},
 		{name: "progress that is due", interval: 10 * time.Second, lastAgo: 10 * time.Second, lastOver: "6", last: ptr.To(rolling(1, "a")),
 			read: rolling(1, "a"), computed: rolling(2, "a", "b"), want: verdict{cause: statusProgress}},
-		{name: "progress that is due while fleets wait", interval: 10 * time.Second, waiting: 3, lastAgo: 30 * time.Second, lastOver: "6", last: ptr.To(rolling(1, "a")),
-			read: rolling(1, "a"), computed: rolling(2, "a", "b"), want: verdict{wait: 10 * time.Second}},
 		{name: "progress without an interval", lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(1, "a")),
 			read: rolling(1, "a"), computed: rolling(2, "a", "b"), want: verdict{cause: statusChange}},
 		{name: "a lost pod", interval: 10 * time.Second, lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(2, "a", "b")),
 			read: rolling(2, "a", "b"), computed: rolling(1, "b"), want: verdict{cause: statusChange}},
-		{name: "a transition while fleets wait", interval: 10 * time.Second, waiting: 3, lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(2, "a", "b")),
+		{name: "a transition", interval: 10 * time.Second, lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(2, "a", "b")),
 			read: rolling(2, "a", "b"), computed: st(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady, 3, "a", "b", "c"), want: verdict{cause: statusChange}},
-		{name: "a new generation while fleets wait", interval: 10 * time.Second, waiting: 3, lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(1, "a")),
+		{name: "a new generation", interval: 10 * time.Second, lastAgo: time.Second, lastOver: "6", last: ptr.To(rolling(1, "a")),
 			read: rolling(1, "a"), computed: newGeneration, want: verdict{cause: statusChange}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			w := &statusWriter{interval: tc.interval}
-			w.countBacklog(func() int { return tc.waiting })
 			read := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", ResourceVersion: "7"}, Status: tc.read}
 			if tc.last != nil {
 				w.last.Store(types.NamespacedName{Namespace: "ns", Name: "cache"}, &statusWrite{at: at.Add(-tc.lastAgo), over: tc.lastOver, status: tc.last})

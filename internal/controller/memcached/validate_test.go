@@ -69,7 +69,7 @@ func TestValidateRatchetsSizeAgainstTheFleetsDeployment(t *testing.T) {
 // refused, and once fixed the rule holds again.
 func TestARuleTightenedSinceKeepsTheFleetReconciled(t *testing.T) {
 	g := NewWithT(t)
-	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {}, false)
+	rig := newRig(t, g, func(*cachev1alpha1.MemcachedSpec) {})
 	rig.armed.Store(false)
 	ctx := context.Background()
 	edit := func(generation int64, change func(*cachev1alpha1.MemcachedSpec)) {

@@ -60,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		b = b.Watches(w.object, w.handler, builder.WithPredicates(w.predicates...))
 	}
 	return b.
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, NewQueue: queue.New(mgr.GetLogger(), r.writer().countBacklog)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)
 }
