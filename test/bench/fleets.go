@@ -241,31 +241,27 @@ func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
 // current generation, all available: the cluster's part is done, whatever
 // the fleet's status says yet.
 func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, error) {
-	deps := &appsv1.DeploymentList{}
-	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for i := range deps.Items {
-		d := &deps.Items[i]
+	return w.deploymentsWhere(ctx, func(d *appsv1.Deployment) bool {
 		ds := d.Status
-		if ptr.Deref(d.Spec.Replicas, 1) == size && ds.ObservedGeneration >= d.Generation &&
-			ds.Replicas == size && ds.UpdatedReplicas == size && ds.AvailableReplicas == size {
-			out[d.Name] = true
-		}
-	}
-	return out, nil
+		return ptr.Deref(d.Spec.Replicas, 1) == size && ds.ObservedGeneration >= d.Generation &&
+			ds.Replicas == size && ds.UpdatedReplicas == size && ds.AvailableReplicas == size
+	})
 }
 
 // deploymentsAsking reports the fleets whose Deployment asks for size pods.
 func (w *watcher) deploymentsAsking(ctx context.Context, size int32) (map[string]bool, error) {
+	return w.deploymentsWhere(ctx, func(d *appsv1.Deployment) bool { return ptr.Deref(d.Spec.Replicas, 1) == size })
+}
+
+// deploymentsWhere reports the fleets whose cached Deployment passes keep.
+func (w *watcher) deploymentsWhere(ctx context.Context, keep func(*appsv1.Deployment) bool) (map[string]bool, error) {
 	deps := &appsv1.DeploymentList{}
 	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for i := range deps.Items {
-		if ptr.Deref(deps.Items[i].Spec.Replicas, 1) == size {
+		if keep(&deps.Items[i]) {
 			out[deps.Items[i].Name] = true
 		}
 	}
@@ -320,6 +316,15 @@ type converged struct {
 	times, lags, endpointLags, afterEndpoints, generationLags, deploymentLags []time.Duration
 }
 
+// firstSeen records now for each of names not recorded in at yet.
+func firstSeen(at map[string]time.Duration, names map[string]bool, now time.Duration) {
+	for name := range names {
+		if _, ok := at[name]; !ok {
+			at[name] = now
+		}
+	}
+}
+
 // waitConverged polls the bench's cache every 100 ms until n fleets are
 // ready.
 func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.Time, withPods bool, timeout time.Duration) (converged, error) {
@@ -351,20 +356,12 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 		if err != nil {
 			return false, err
 		}
-		for name := range rolled {
-			if _, ok := rolledAt[name]; !ok {
-				rolledAt[name] = now
-			}
-		}
+		firstSeen(rolledAt, rolled, now)
 		asked, err := w.deploymentsAsking(ctx, size)
 		if err != nil {
 			return false, err
 		}
-		for name := range asked {
-			if _, ok := askedAt[name]; !ok {
-				askedAt[name] = now
-			}
-		}
+		firstSeen(askedAt, asked, now)
 		listed, err := w.endpointsListed(ctx, size)
 		if err != nil {
 			return false, err
