@@ -84,6 +84,7 @@ var defaultExporterResources = corev1.ResourceRequirements{
 // container's limits, so Resolve derives them each time pods are built.
 func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 	setIfNil(&spec.Size, DefaultSize)
+	setIfNil(&spec.Workload, cachev1alpha1.WorkloadDeployment)
 	if spec.Image == nil && cfg.DefaultImage != "" {
 		spec.Image = ptr.To(cfg.DefaultImage)
 	}

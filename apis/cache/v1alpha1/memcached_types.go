@@ -23,6 +23,20 @@ const (
 	AntiAffinityHard AntiAffinityPreset = "hard"
 )
 
+// Workload is the kind of workload that runs a fleet's pods.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet
+type Workload string
+
+const (
+	// WorkloadDeployment runs interchangeable pods with random names: the
+	// tutorial's shape, and the default.
+	WorkloadDeployment Workload = "Deployment"
+	// WorkloadStatefulSet runs pods with stable names, <name>-0 to
+	// <name>-(size-1), each with its own DNS name under the headless
+	// Service, for clients that hash keys over a static server list.
+	WorkloadStatefulSet Workload = "StatefulSet"
+)
+
 // MemcachedSpec is the desired state of a memcached fleet.
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || !has(self.podDisruptionBudget.maxUnavailable)",message="podDisruptionBudget: set minAvailable or maxUnavailable, not both"
 type MemcachedSpec struct {
@@ -64,6 +78,20 @@ type MemcachedSpec struct {
 	// +kubebuilder:default=11211
 	// +optional
 	Port *int32 `json:"port,omitempty"`
+
+	// workload is what runs the pods: Deployment (the default: pods with
+	// random names, replaced with a surge pod so a rollout never drops below
+	// size) or StatefulSet (stable pod names <name>-<i> and DNS names
+	// <name>-<i>.<name>.<namespace>.svc, which status.servers lists, for
+	// clients configured with a static server list; a replaced pod comes
+	// back under its name, so it takes back its place on every client's hash
+	// ring). Immutable: switching moves every key to another server, so a new
+	// mode means a new Memcached resource. Fleets created before this field
+	// existed read as Deployment and stay so.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workload is immutable: clients are configured with the pods' addresses; create a new Memcached with the other workload and move clients to it"
+	// +kubebuilder:default=Deployment
+	// +optional
+	Workload *Workload `json:"workload,omitempty"`
 
 	// memoryLimitMB is the item memory memcached may use, in megabytes (-m).
 	// Left unset, it follows the container: 90% of resources.limits.memory
@@ -451,7 +479,15 @@ type MemcachedStatus struct {
 	// +optional
 	Nodes []string `json:"nodes,omitempty"`
 
-	// replicas is the number of pods the Deployment runs (the scale
+	// servers are the host:port addresses of the pods ready to serve, for a
+	// fleet whose workload is StatefulSet: each pod's stable DNS name
+	// (<name>-<i>.<name>.<namespace>.svc) and the memcached port, sorted by
+	// ordinal, ready to paste into a client's server list.
+	// +listType=atomic
+	// +optional
+	Servers []string `json:"servers,omitempty"`
+
+	// replicas is the number of pods the Deployment or StatefulSet runs (the scale
 	// subresource's status.replicas).
 	// +optional
 	Replicas int32 `json:"replicas"`

@@ -190,6 +190,11 @@ func (in *MemcachedSpec) DeepCopyInto(out *MemcachedSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Workload != nil {
+		in, out := &in.Workload, &out.Workload
+		*out = new(Workload)
+		**out = **in
+	}
 	if in.MemoryLimitMB != nil {
 		in, out := &in.MemoryLimitMB, &out.MemoryLimitMB
 		*out = new(int32)
@@ -327,6 +332,11 @@ func (in *MemcachedStatus) DeepCopyInto(out *MemcachedStatus) {
 	*out = *in
 	if in.Nodes != nil {
 		in, out := &in.Nodes, &out.Nodes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Servers != nil {
+		in, out := &in.Servers, &out.Servers
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

@@ -29,6 +29,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	own := cache.ByObject{Label: selector, Transform: apply.KeepOwnManagedFields}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            own,
+		&appsv1.StatefulSet{}:           own,
 		&corev1.Service{}:               own,
 		&policyv1.PodDisruptionBudget{}: own,
 		&networkingv1.NetworkPolicy{}:   own,

@@ -119,6 +119,7 @@ func (r *Reconciler) remembers(key types.NamespacedName) []string {
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=patch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
@@ -245,20 +246,38 @@ func (r *Reconciler) recheck() time.Duration {
 // shrink, but is never grown past it.
 func (r *Reconciler) validate(ctx context.Context, s *scope) error {
 	var current *int32
-	dep := &appsv1.Deployment{}
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), dep); {
-	case err == nil && metav1.IsControlledBy(dep, s.memcached):
-		// Only the fleet's own: a Deployment with its name and labels that it
-		// does not control (a deleted namesake's orphan, an imitation) gives
-		// it neither pods to report or mark nor a size to ratchet against.
-		current = ptr.To(ptr.Deref(dep.Spec.Replicas, 1))
-		s.current = dep
-	case err == nil:
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading Deployment %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	if err := r.readWorkload(ctx, s); err != nil {
+		return err
+	}
+	if _, replicas, ok := s.currentWorkload(); ok {
+		current = &replicas
 	}
 	s.invalid, s.kept = policy.Check(s.memcached, s.spec, acceptedRules(s))
 	s.invalid = append(s.invalid, policy.ValidateSize(field.NewPath("spec", "size"), s.memcached.Spec.Size, current, r.Limits)...)
+	return nil
+}
+
+// readWorkload reads the fleet's Deployment or StatefulSet from the cache.
+// Only the fleet's own counts: one with its name and labels that it does
+// not control (a deleted namesake's orphan, an imitation) gives it neither
+// pods to report or mark nor a size to ratchet against.
+func (r *Reconciler) readWorkload(ctx context.Context, s *scope) error {
+	var obj client.Object = &appsv1.Deployment{}
+	if s.stable() {
+		obj = &appsv1.StatefulSet{}
+	}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), obj); {
+	case err == nil && metav1.IsControlledBy(obj, s.memcached):
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			s.current = o
+		case *appsv1.StatefulSet:
+			s.currentSet = o
+		}
+	case err == nil, apierrors.IsNotFound(err):
+	default:
+		return fmt.Errorf("reading %T %s: %w", obj, client.ObjectKeyFromObject(s.memcached), err)
+	}
 	return nil
 }
 
@@ -273,10 +292,11 @@ const AcceptedRulesAnnotation = "memcached.cache.example.com/accepted-rules"
 // record built, every rule, if that operator built this very generation (the
 // status observed it and did not find it invalid).
 func acceptedRules(s *scope) func(*field.Error) bool {
-	if s.current == nil {
+	annotations, _, ok := s.currentWorkload()
+	if !ok {
 		return nil
 	}
-	if v, ok := s.current.Annotations[AcceptedRulesAnnotation]; ok {
+	if v, ok := annotations[AcceptedRulesAnnotation]; ok {
 		keys := strings.Split(v, ",")
 		return func(e *field.Error) bool { return slices.Contains(keys, policy.RuleKey(e)) }
 	}

@@ -131,6 +131,10 @@ func statusOf(mc *cachev1alpha1.Memcached) func(Gomega) cachev1alpha1.MemcachedS
 // markRolledOut stands in for the Deployment controller: every pod of the
 // current template is ready and available.
 func markRolledOut(mc *cachev1alpha1.Memcached) {
+	if ptr.Deref(mc.Spec.Workload, cachev1alpha1.WorkloadDeployment) == cachev1alpha1.WorkloadStatefulSet {
+		markSetRolledOut(mc)
+		return
+	}
 	Eventually(func(g Gomega) {
 		d := deploymentOf(mc)(g)
 		n := *d.Spec.Replicas
@@ -387,7 +391,7 @@ var _ = Describe("Memcached controller", func() {
 			// cert-manager's part, which envtest does not run.
 			Eventually(certificateOf(mc)).ShouldNot(BeNil())
 			setCertificateReady(mc, true)
-			Eventually(k8s.Get).WithArguments(ctx, key(mc), &appsv1.Deployment{}).Should(Succeed())
+			Eventually(k8s.Get).WithArguments(ctx, key(mc), workloadObject(mc)).Should(Succeed())
 		}
 		setEndpoints(mc, ready(mc.Name+"-x", mc.Name+"-y", mc.Name+"-z")...)
 		markRolledOut(mc)
@@ -407,7 +411,7 @@ var _ = Describe("Memcached controller", func() {
 
 		versions := func() []string {
 			var out []string
-			objs := []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
+			objs := []client.Object{&cachev1alpha1.Memcached{}, workloadObject(mc), &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
 			if mc.Spec.TLS != nil {
 				cert := &unstructured.Unstructured{}
 				cert.SetGroupVersionKind(desired.CertificateGVK)

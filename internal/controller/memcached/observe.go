@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/status"
 )
 
@@ -21,6 +22,9 @@ func (r *Reconciler) observeEndpoints(ctx context.Context, s *scope) error {
 		return fmt.Errorf("listing EndpointSlices of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
 	}
 	s.nodes, s.nodesObserved = status.ReadyPods(list.Items), true
+	if s.stable() {
+		s.servers = desired.Servers(s.memcached, *s.spec.Port, s.nodes)
+	}
 	return nil
 }
 

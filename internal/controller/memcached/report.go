@@ -12,7 +12,8 @@ import (
 // written afterwards, once, by the status writer.
 func (r *Reconciler) report(s *scope, errs []error, before []metav1.Condition) {
 	o := s.settled()
-	o.Deployment, o.Nodes, o.NodesObserved = s.deployment, s.nodes, s.nodesObserved
+	o.Deployment, o.StatefulSet, o.Nodes, o.NodesObserved = s.deployment, s.statefulSet, s.nodes, s.nodesObserved
+	o.Servers = s.servers
 	o.Errors, o.Monitoring, o.Auth = errs, s.monitoring, s.auth
 	o.Unschedulable, o.UnschedulableMessage = s.unschedulable, s.unschedulableMsg
 	status.Compute(s.memcached, o)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/status"
@@ -30,6 +31,11 @@ type scope struct {
 	// deployment is the Deployment as the API server last returned it this
 	// pass; nil when the pass did not observe it.
 	deployment *appsv1.Deployment
+	// currentSet and statefulSet are the same for a fleet whose workload is
+	// StatefulSet.
+	currentSet, statefulSet *appsv1.StatefulSet
+	// servers are the ready pods' host:port addresses of a StatefulSet fleet.
+	servers []string
 	// nodes are the ready pods; nodesObserved is false when listing failed.
 	nodes         []string
 	nodesObserved bool
@@ -72,7 +78,7 @@ var ownedPhases = []struct {
 	name string
 	run  func(r *Reconciler) phase
 }{
-	{"deployment", func(r *Reconciler) phase { return r.reconcileDeployment }},
+	{"workload", func(r *Reconciler) phase { return r.reconcileWorkload }},
 	{"service", func(r *Reconciler) phase { return r.reconcileService }},
 	{"poddisruptionbudget", func(r *Reconciler) phase { return r.reconcilePodDisruptionBudget }},
 	{"servicemonitor", func(r *Reconciler) phase { return r.reconcileServiceMonitor }},
@@ -83,7 +89,7 @@ var ownedPhases = []struct {
 // described everywhere else.
 func (s *scope) createdKinds() []string {
 	var kinds []string
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "Certificate"} {
+	for _, k := range []string{"Deployment", "StatefulSet", "Service", "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "Certificate"} {
 		if s.created[k] {
 			kinds = append(kinds, k)
 		}
@@ -98,4 +104,21 @@ func (s *scope) settled() status.Observation {
 	o := status.Observation{Spec: s.spec, Invalid: s.invalid}
 	o.Certificate = s.tls
 	return o
+}
+
+// stable tells whether the fleet's workload is a StatefulSet.
+func (s *scope) stable() bool {
+	return ptr.Deref(s.spec.Workload, cachev1alpha1.WorkloadDeployment) == cachev1alpha1.WorkloadStatefulSet
+}
+
+// currentWorkload is the fleet's Deployment or StatefulSet as the pass
+// began, nil when it had none.
+func (s *scope) currentWorkload() (annotations map[string]string, replicas int32, ok bool) {
+	switch {
+	case s.current != nil:
+		return s.current.Annotations, ptr.Deref(s.current.Spec.Replicas, 1), true
+	case s.currentSet != nil:
+		return s.currentSet.Annotations, ptr.Deref(s.currentSet.Spec.Replicas, 1), true
+	}
+	return nil, 0, false
 }

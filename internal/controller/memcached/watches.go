@@ -81,6 +81,7 @@ type watch struct {
 func followed(ownedBy handler.EventHandler) []watch {
 	return []watch{
 		{object: &appsv1.Deployment{}, handler: queue.FollowUps(ownedBy, queue.Settle)},
+		{object: &appsv1.StatefulSet{}, handler: queue.FollowUps(ownedBy, queue.Settle)},
 		{object: &corev1.Service{}, handler: queue.FollowUps(ownedBy, 0)},
 		{object: &policyv1.PodDisruptionBudget{}, handler: queue.FollowUps(ownedBy, 0)},
 		{object: &networkingv1.NetworkPolicy{}, handler: queue.FollowUps(ownedBy, 0)},

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,6 +23,11 @@ type Observation struct {
 	// Deployment is the Deployment as the API server last returned it; nil
 	// when the pass did not observe it (invalid spec, conflict, failure).
 	Deployment *appsv1.Deployment
+	// StatefulSet is the same for a fleet whose workload is StatefulSet.
+	StatefulSet *appsv1.StatefulSet
+	// Servers are the host:port addresses of the ready pods of a
+	// StatefulSet fleet; only used when NodesObserved.
+	Servers []string
 	// Nodes are the ready pods; only used when NodesObserved.
 	Nodes         []string
 	NodesObserved bool
@@ -87,10 +91,20 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 	st.Selector = desired.SelectorString(mc.Name)
 	st.ObservedGeneration = gen
 	if o.NodesObserved {
-		st.Nodes = nil
+		st.Nodes, st.Servers = nil, nil
 		if len(o.Nodes) > 0 {
 			st.Nodes = slices.Clone(o.Nodes)
 		}
+		if len(o.Servers) > 0 {
+			st.Servers = slices.Clone(o.Servers)
+		}
+	}
+	var wl *workload
+	switch {
+	case o.Deployment != nil:
+		wl = fromDeployment(o.Deployment)
+	case o.StatefulSet != nil:
+		wl = fromStatefulSet(o.StatefulSet)
 	}
 	valid := len(o.Invalid) == 0
 	if valid {
@@ -121,11 +135,8 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 		degradedReason, degradedMsg = f.Reason, errors.Join(o.Errors...).Error()
 	case o.Auth != nil && o.Auth.Blocked > 0:
 		degradedReason, degradedMsg = cachev1alpha1.ReasonAuthSecretMissing, authMissingMessage(o.Spec, o.Auth)
-	case o.Deployment != nil:
-		if c := deploymentCondition(o.Deployment.Status, appsv1.DeploymentProgressing); c != nil &&
-			c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			degradedReason, degradedMsg = cachev1alpha1.ReasonRolloutStuck, c.Message
-		}
+	case wl != nil && wl.stuck != "":
+		degradedReason, degradedMsg = cachev1alpha1.ReasonRolloutStuck, wl.stuck
 	}
 	// A missing auth Secret waits for the user, like a stuck rollout.
 	stalled := !valid || f.Stalled || degradedReason == cachev1alpha1.ReasonRolloutStuck || degradedReason == cachev1alpha1.ReasonAuthSecretMissing
@@ -164,30 +175,29 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 		}
 	}
 	rolledOut := false
-	progressMsg := "the operator has not observed the fleet's Deployment yet"
+	progressMsg := "the operator has not observed the fleet's " + workloadKind(o.Spec) + " yet"
 	progressReason := cachev1alpha1.ReasonRollingOut
-	if dep := o.Deployment; dep != nil {
-		ds := dep.Status
-		st.Replicas, st.ReadyReplicas = ds.Replicas, ds.ReadyReplicas
-		current := dep.Generation != 0 && ds.ObservedGeneration >= dep.Generation && ptr.Deref(dep.Spec.Replicas, -1) == size
-		rolledOut = current && ds.UpdatedReplicas == size && ds.Replicas == size && ds.AvailableReplicas >= size
-		available := fmt.Sprintf("%d of %d pods available", ds.AvailableReplicas, size)
+	if ds := wl; ds != nil {
+		st.Replicas, st.ReadyReplicas = ds.replicas, ds.ready
+		current := ds.generation != 0 && ds.observedGeneration >= ds.generation && ds.desired == size
+		rolledOut = current && ds.updated == size && ds.replicas == size && ds.available >= size
+		available := fmt.Sprintf("%d of %d pods available", ds.available, size)
 		switch {
 		case size == 0:
 			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonScaledToZero, "size is 0: no pod is desired")
 		case rolledOut:
 			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonAllReplicasReady, available)
-		case ds.AvailableReplicas >= size:
+		case ds.available >= size:
 			setRollout(cachev1alpha1.ConditionAvailable, true, cachev1alpha1.ReasonReplicasAvailable, available+"; a rollout is under way")
-		case wasScalingUp(ds.ReadyReplicas):
+		case wasScalingUp(ds.ready):
 			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonScalingUp, available+"; scaling up, and no ready pod was lost")
 		default:
 			setRollout(cachev1alpha1.ConditionAvailable, false, cachev1alpha1.ReasonReplicasNotReady, available)
 		}
 		if current {
-			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.UpdatedReplicas, size, ds.Replicas, ds.AvailableReplicas)
+			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.updated, size, ds.replicas, ds.available)
 		} else {
-			progressMsg = "the Deployment has not yet observed the spec applied to it"
+			progressMsg = "the " + ds.kind + " has not yet observed the spec applied to it"
 		}
 		if !rolledOut && o.Unschedulable > 0 {
 			progressReason = cachev1alpha1.ReasonPodsUnschedulable
@@ -317,4 +327,9 @@ func deploymentCondition(ds appsv1.DeploymentStatus, t appsv1.DeploymentConditio
 // the fleet has none (any more).
 type MonitoringObservation struct {
 	Wanted, Applied, APIMissing, Removed bool
+}
+
+// workloadKind names the kind of workload a resolved spec asks for.
+func workloadKind(spec *cachev1alpha1.MemcachedSpec) string {
+	return string(ptr.Deref(spec.Workload, cachev1alpha1.WorkloadDeployment))
 }

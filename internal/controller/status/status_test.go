@@ -345,3 +345,45 @@ func expectConditions[M ~map[string]string](g Gomega, conditions []metav1.Condit
 		g.Expect(got).To(HaveKeyWithValue(typ, w), typ)
 	}
 }
+
+// TestComputeStatusStatefulSet: a StatefulSet fleet's conditions come from
+// its StatefulSet as a Deployment fleet's from its Deployment, and its
+// status lists the servers clients configure.
+func TestComputeStatusStatefulSet(t *testing.T) {
+	set := func(replicas, updated, ready, available int32, observed bool) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
+		s.Status = appsv1.StatefulSetStatus{Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: ready, AvailableReplicas: available}
+		if observed {
+			s.Status.ObservedGeneration = 2
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name  string
+		set   *appsv1.StatefulSet
+		ready string
+		avail string
+	}{
+		{"rolled out", set(3, 3, 3, 3, true), "True/AllReplicasReady", "True/AllReplicasReady"},
+		{"not yet observed", set(3, 3, 3, 3, false), "False/RollingOut", "True/ReplicasAvailable"},
+		{"replacing its highest ordinal", set(3, 2, 2, 2, true), "False/RollingOut", "False/ReplicasNotReady"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc, spec := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+				s.Size = ptr.To[int32](3)
+				s.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+			})
+			servers := []string{"cache-0.cache.ns.svc:11211", "cache-1.cache.ns.svc:11211"}
+			Compute(mc, Observation{Spec: spec, StatefulSet: tt.set, Nodes: []string{"cache-0", "cache-1"}, Servers: servers, NodesObserved: true})
+			got := func(t string) string {
+				c := meta.FindStatusCondition(mc.Status.Conditions, t)
+				return string(c.Status) + "/" + c.Reason
+			}
+			g.Expect(got(cachev1alpha1.ConditionReady)).To(Equal(tt.ready))
+			g.Expect(got(cachev1alpha1.ConditionAvailable)).To(Equal(tt.avail))
+			g.Expect(mc.Status.Servers).To(Equal(servers))
+			g.Expect(mc.Status.Replicas).To(Equal(tt.set.Status.Replicas))
+		})
+	}
+}

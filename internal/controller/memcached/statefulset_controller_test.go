@@ -1,0 +1,122 @@
+package memcached_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// workloadObject is an empty object of the kind that runs mc's pods.
+func workloadObject(mc *cachev1alpha1.Memcached) client.Object {
+	if ptr.Deref(mc.Spec.Workload, cachev1alpha1.WorkloadDeployment) == cachev1alpha1.WorkloadStatefulSet {
+		return &appsv1.StatefulSet{}
+	}
+	return &appsv1.Deployment{}
+}
+
+func statefulSetOf(mc *cachev1alpha1.Memcached) func(Gomega) *appsv1.StatefulSet {
+	return func(g Gomega) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{}
+		g.Expect(k8s.Get(ctx, key(mc), s)).To(Succeed())
+		return s
+	}
+}
+
+// markSetRolledOut stands in for the StatefulSet controller: every pod of
+// the current revision is ready and available.
+func markSetRolledOut(mc *cachev1alpha1.Memcached) {
+	GinkgoHelper()
+	setStatus(mc, func(s *appsv1.StatefulSet) {
+		n := *s.Spec.Replicas
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			CurrentRevision: "r1", UpdateRevision: "r1"}
+	})
+}
+
+func setStatus(mc *cachev1alpha1.Memcached, f func(*appsv1.StatefulSet)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		s := statefulSetOf(mc)(g)
+		f(s)
+		g.Expect(k8s.Status().Update(ctx, s)).To(Succeed())
+	}).Should(Succeed())
+}
+
+func stableSample(ns string, size int32) *cachev1alpha1.Memcached {
+	mc := sample(ns, size)
+	mc.Spec.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+	return mc
+}
+
+var _ = Describe("A fleet with stable pods (workload StatefulSet)", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("runs a StatefulSet named like the fleet, lists its ready servers by DNS name, and resizes it", func() {
+		mc := stableSample(ns, 3)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+
+		By("creating a StatefulSet of 3 governed by the headless Service, a budget, and no Deployment")
+		Eventually(func(g Gomega) int32 { return *statefulSetOf(mc)(g).Spec.Replicas }).Should(Equal(int32(3)))
+		set := statefulSetOf(mc)(Default)
+		Expect(set.OwnerReferences).To(ConsistOf(HaveField("UID", mc.UID)))
+		Expect(set.Spec.ServiceName).To(Equal(mc.Name))
+		Expect(set.Spec.Template.Spec.Containers[0].Image).To(Equal("memcached:envtest"))
+		svc := &corev1.Service{}
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), svc).Should(Succeed())
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Eventually(k8s.Get).WithArguments(ctx, key(mc), &policyv1.PodDisruptionBudget{}).Should(Succeed())
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(mc), &appsv1.Deployment{}))
+		}).WithTimeout(500 * time.Millisecond).Should(BeTrue())
+
+		By("listing the ready pods' host:port, by ordinal, and only the ready ones")
+		setEndpoints(mc, append(ready("memcached-sample-2", "memcached-sample-0"), endpoint{pod: "memcached-sample-1"})...)
+		Eventually(func(g Gomega) []string { return statusOf(mc)(g).Servers }).Should(Equal([]string{
+			"memcached-sample-0." + mc.Name + "." + ns + ".svc:11211", "memcached-sample-2." + mc.Name + "." + ns + ".svc:11211"}))
+
+		By("reporting Ready once the StatefulSet has rolled out, as kstatus reads it")
+		markSetRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(statusOf(mc)(Default).Replicas).To(Equal(int32(3)))
+
+		By("following kubectl patch to 5 and kubectl scale to 2")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":5}}`)))).To(Succeed())
+		Eventually(func(g Gomega) int32 { return *statefulSetOf(mc)(g).Spec.Replicas }).Should(Equal(int32(5)))
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionFalse))
+		Expect(k8s.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 2}}))).To(Succeed())
+		Eventually(func(g Gomega) int32 { return *statefulSetOf(mc)(g).Spec.Replicas }).Should(Equal(int32(2)))
+	})
+
+	It("refuses to switch an existing fleet between Deployment and StatefulSet, and says what to do instead", func() {
+		stable := stableSample(ns, 1)
+		Expect(k8s.Create(ctx, stable)).To(Succeed())
+		err := k8s.Patch(ctx, stable, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"workload":"Deployment"}}`)))
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("workload is immutable"), ContainSubstring("create a new Memcached")))
+
+		By("a fleet created before the field existed reads as Deployment, and stays one")
+		old := sample(ns, 1)
+		old.Name = "older"
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+		read := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, key(old), read)).To(Succeed())
+		Expect(read.Spec.Workload).To(HaveValue(Equal(cachev1alpha1.WorkloadDeployment)))
+		err = k8s.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"workload":"StatefulSet"}}`)))
+		Expect(err).To(MatchError(ContainSubstring("workload is immutable")))
+		Expect(k8s.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"workload":null,"size":2}}`)))).To(Succeed(),
+			"removing the field leaves the default, the same workload")
+	})
+})
