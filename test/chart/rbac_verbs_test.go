@@ -116,6 +116,9 @@ func strangersNamed(ctx context.Context, ns, name string) {
 		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "theirs:1"}}}}}},
+		&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "theirs:1"}}}}}},
 		&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: meta.Labels, Ports: []corev1.ServicePort{{Port: 80}}}},
 		&policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: ptr.To(intstr.FromInt32(1))}},
 		&networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel}},
@@ -184,6 +187,14 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
 			"policy poddisruptionbudgets delete", "core pods patch"))
 
+		By("a fleet with stable pods: its StatefulSet created, then resized")
+		stable := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-stable"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Workload: ptr.To(cachev1alpha1.WorkloadStatefulSet)}}
+		Expect(k8sClient.Create(ctx, stable)).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("apps statefulsets create"))
+		Expect(k8sClient.Patch(ctx, stable, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("apps statefulsets patch"))
+
 		By("a fleet whose name someone else's objects hold: each create-only apply answers Conflict, and the operator reads the object to say whose it is")
 		strangersNamed(ctx, "team-b", "verbs-taken")
 		taken := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-taken"},
@@ -191,6 +202,10 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Expect(k8sClient.Create(ctx, taken)).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElements(
 			"apps deployments get", "core services get", "policy poddisruptionbudgets get", "networking.k8s.io networkpolicies get"))
+		strangersNamed(ctx, "team-b", "verbs-taken-set")
+		Expect(k8sClient.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-taken-set"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Workload: ptr.To(cachev1alpha1.WorkloadStatefulSet)}})).To(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("apps statefulsets get"))
 
 		granted := grantedVerbs(objs, sa)
 		seen := rec.verbs()

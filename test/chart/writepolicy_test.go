@@ -94,6 +94,27 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 			d.Name = fresh("guarded")
 		}))).To(Succeed(), "the auth check is an init container of the same shape")
 		Expect(c.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: owner.Name}})).To(Succeed(), "a fleet's budget, removed at size 1")
+		stable := spec.DeepCopy()
+		stable.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+		Expect(c.Apply(ctx, desired.StatefulSet(owner, stable), client.FieldOwner(apply.FieldOwner))).To(Succeed(), "the StatefulSet of a fleet with stable pods")
+	})
+
+	It("holds a fleet's StatefulSet to the same rules as its Deployment", func(ctx SpecContext) {
+		stable := spec.DeepCopy()
+		stable.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+		fleetSet := func(mutate func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
+			set := converted[appsv1.StatefulSet](desired.StatefulSet(owner, stable))
+			set.Name = fresh("guarded")
+			mutate(set)
+			return set
+		}
+		Expect(c.Create(ctx, fleetSet(func(*appsv1.StatefulSet) {}))).To(Succeed())
+		Expect(c.Create(ctx, fleetSet(func(s *appsv1.StatefulSet) { s.OwnerReferences = nil }))).To(deniedBy("controls"))
+		Expect(c.Create(ctx, fleetSet(func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.HostNetwork = true }))).To(deniedBy("host namespace"))
+		Expect(c.Create(ctx, fleetSet(func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.ServiceAccountName = "admin" }))).To(deniedBy("ServiceAccount"))
+		Expect(c.Create(ctx, fleetSet(func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].SecurityContext.Privileged, s.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true), nil
+		}))).To(deniedBy("not privileged"))
 	})
 
 	It("refuses a Deployment a Memcached does not control, or not labelled as its", func(ctx SpecContext) {
