@@ -1,0 +1,160 @@
+// Package launcher runs memcached with a restartable cache (-e, a memory
+// file on the pod's memory-backed volume) as a child, so that a container
+// stop keeps the cache: the kubelet's SIGTERM becomes memcached's SIGUSR1,
+// on which it writes the file's metadata and exits, and the next memcached
+// started in the same pod with the same file and settings serves every key
+// again. A memcached that dies any other way (a crash, an OOM kill) leaves
+// no metadata, and the next one starts cold, as it must: the memory file
+// may be half written.
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// restartGap is how long after a stop memcached may start again on the
+// same memory file: it refuses the metadata of a stop in the same second
+// ("restart incompatible due to setting for [stop_time]") and starts cold.
+const restartGap = 1100 * time.Millisecond
+
+// Launcher runs one memcached.
+type Launcher struct {
+	// Memcached is the binary; Args its command line, which holds
+	// -e MemoryFile.
+	Memcached string
+	Args      []string
+	// MemoryFile is memcached's -e file; its metadata is MemoryFile.meta.
+	MemoryFile string
+	// TerminationLog is where the outcome is written for the container's
+	// status (kubectl describe pod); empty writes none.
+	TerminationLog string
+	Log            *slog.Logger
+	// sleep is time.Sleep, replaceable in tests; started, when set, is
+	// told memcached's process.
+	sleep   func(time.Duration)
+	started func(*os.Process)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	// Saved: memcached stopped on request and wrote its metadata, so the
+	// next start is warm.
+	Saved bool
+	// ExitCode is the container's exit code: 0 when saved.
+	ExitCode int
+	Message  string
+}
+
+// Warm tells whether memcached will find a saved cache on start.
+func (l *Launcher) Warm() bool {
+	_, err := os.Stat(l.MemoryFile + ".meta")
+	return err == nil
+}
+
+// Run starts memcached and waits for it to end. A stop signal (SIGTERM,
+// SIGINT) asks it to save its cache and stop (SIGUSR1); ctx ending does the
+// same. Other signals are memcached's business: the auth reloader signals it
+// directly.
+func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
+	meta := l.MemoryFile + ".meta"
+	if fi, err := os.Stat(meta); err == nil {
+		if wait := restartGap - time.Since(fi.ModTime()); wait > 0 {
+			l.pause(wait)
+		}
+		l.Log.Info("Starting memcached on its saved cache", "memoryFile", l.MemoryFile)
+	} else if _, err := os.Stat(l.MemoryFile); err == nil {
+		l.Log.Warn("memcached ended without saving its cache (a crash, an OOM kill or a kill): starting cold", "memoryFile", l.MemoryFile)
+	} else {
+		l.Log.Info("No cache to restore: starting cold", "memoryFile", l.MemoryFile)
+	}
+	cmd := exec.Command(l.Memcached, l.Args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return l.finish(Outcome{ExitCode: 127, Message: fmt.Sprintf("starting memcached: %v", err)})
+	}
+	if l.started != nil {
+		l.started(cmd.Process)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	asked := false
+	for {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			ctx = context.Background() // once
+		case err := <-done:
+			return l.finish(l.outcome(asked, err))
+		}
+		if !asked {
+			asked = true
+			l.Log.Info("Stopping memcached, which saves its cache first")
+			_ = cmd.Process.Signal(syscall.SIGUSR1)
+		}
+	}
+}
+
+func (l *Launcher) outcome(asked bool, err error) Outcome {
+	var exit *exec.ExitError
+	switch {
+	case err == nil && asked && l.Warm():
+		return Outcome{Saved: true, Message: "memcached saved its cache to " + l.MemoryFile + ": the next start in this pod is warm"}
+	case err == nil && asked:
+		return Outcome{ExitCode: 1, Message: "memcached stopped without saving its cache: the next start is cold"}
+	case errors.As(err, &exit):
+		code := exit.ExitCode()
+		if code < 0 {
+			code = 128 + int(exit.Sys().(syscall.WaitStatus).Signal())
+		}
+		return Outcome{ExitCode: code, Message: fmt.Sprintf("memcached ended (%v) without saving its cache: the next start is cold", err)}
+	case err != nil:
+		return Outcome{ExitCode: 1, Message: fmt.Sprintf("waiting for memcached: %v", err)}
+	}
+	return Outcome{ExitCode: 1, Message: "memcached exited on its own without saving its cache: the next start is cold"}
+}
+
+func (l *Launcher) finish(o Outcome) Outcome {
+	if o.Saved {
+		l.Log.Info(o.Message)
+	} else {
+		l.Log.Error(o.Message, "exitCode", o.ExitCode)
+	}
+	if l.TerminationLog != "" {
+		_ = os.WriteFile(l.TerminationLog, []byte(o.Message), 0o644)
+	}
+	return o
+}
+
+func (l *Launcher) pause(d time.Duration) {
+	if l.sleep != nil {
+		l.sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// Install copies the running binary to dst, for the init container that
+// puts the launcher where the memcached container, whose image has only
+// memcached, runs it.
+func Install(dst string) error {
+	src, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o555); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
