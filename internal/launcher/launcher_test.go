@@ -132,3 +132,18 @@ func TestCrashStartsCold(t *testing.T) {
 	stop <- syscall.SIGTERM
 	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
 }
+
+// TestInstall copies the running binary, executable, where asked.
+func TestInstall(t *testing.T) {
+	g := NewWithT(t)
+	dst := filepath.Join(t.TempDir(), "memcached-launcher")
+	g.Expect(Install(dst)).To(Succeed())
+	self, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	want, _ := os.ReadFile(self)
+	got, err := os.ReadFile(dst)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want))
+	fi, _ := os.Stat(dst)
+	g.Expect(fi.Mode().Perm() & 0o111).NotTo(BeZero())
+}

@@ -103,6 +103,9 @@ func Default(spec *cachev1alpha1.MemcachedSpec, cfg Config) {
 			a.ReloaderImage = ptr.To(cfg.ExporterImage)
 		}
 	}
+	if w := spec.WarmRestart; w != nil && w.Enabled && w.LauncherImage == nil && cfg.ExporterImage != "" {
+		w.LauncherImage = ptr.To(cfg.ExporterImage)
+	}
 	if t := spec.TLS; t != nil {
 		setIfNil(&t.ClientAuth, cachev1alpha1.TLSClientAuthNone)
 		if t.IssuerRef != nil {
@@ -178,6 +181,12 @@ func memoryLimit(res *corev1.ResourceRequirements) (resource.Quantity, bool) {
 	}
 	limit, ok := res.Limits[corev1.ResourceMemory]
 	return limit, ok && !limit.IsZero()
+}
+
+// WarmRestartEnabled tells whether the fleet's pods keep their cache
+// through restarts of memcached.
+func WarmRestartEnabled(spec *cachev1alpha1.MemcachedSpec) bool {
+	return spec.WarmRestart != nil && spec.WarmRestart.Enabled
 }
 
 // TLSEnabled tells whether the fleet serves TLS.

@@ -37,6 +37,15 @@ var ReservedPodLabels = []string{
 	"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
 }
 
+// MinWarmMemoryMB is the least item memory memcached starts with on a
+// memory file: it preallocates a 1 MB page for each of up to 63 slab
+// classes.
+const MinWarmMemoryMB = 64
+
+// WarmRestartWarning is the warning of an update whose only change to
+// the pods is memcached's image, on a fleet with warm restarts.
+const WarmRestartWarning = "this change restarts memcached in each pod in place, one pod at a time; each keeps its cache (spec.warmRestart)"
+
 // RestartWarning is returned for an update that changes the pod template.
 const RestartWarning = "this change replaces every memcached pod, one at a time; each new pod starts with an empty cache"
 
@@ -66,6 +75,15 @@ func ValidateResolved(spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 	if TLSEnabled(spec) && spec.Auth == nil && ptr.Deref(spec.TLS.ReloaderImage, "") == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "tls", "reloaderImage"), "the operator has no --exporter-image: set the image"))
 	}
+	if WarmRestartEnabled(spec) {
+		if ptr.Deref(spec.WarmRestart.LauncherImage, "") == "" {
+			errs = append(errs, field.Required(field.NewPath("spec", "warmRestart", "launcherImage"), "the operator has no --exporter-image: set the image"))
+		}
+		if m := ptr.Deref(spec.MemoryLimitMB, 0); m < MinWarmMemoryMB {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "memoryLimitMB"), m, fmt.Sprintf(
+				"with warmRestart memcached allocates a page of every slab class up front and needs at least %d MB of item memory: raise resources.limits.memory or memoryLimitMB", MinWarmMemoryMB)))
+		}
+	}
 	return errs
 }
 
@@ -89,7 +107,11 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, oldMC.Spec.Size, limits)
 	errs = append(errs, Ratchet(Validate(mc), Validate(oldMC))...)
 	warnings := specWarnings(&oldMC.Spec, &mc.Spec)
-	if restartsPods(&oldMC.Spec, &mc.Spec) {
+	switch {
+	case !restartsPods(&oldMC.Spec, &mc.Spec):
+	case WarmRestartEnabled(&oldMC.Spec) && WarmRestartEnabled(&mc.Spec) && onlyImageChanged(&oldMC.Spec, &mc.Spec):
+		warnings = append(warnings, WarmRestartWarning)
+	default:
 		warnings = append(warnings, RestartWarning)
 	}
 	return errs, warnings
@@ -550,6 +572,14 @@ func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 		w = append(w, "spec.resources.limits.memory is not set: a memcached pod may grow until the node evicts it")
 	}
 	return w
+}
+
+// onlyImageChanged tells whether memcached's image is the one pod-template
+// field a change touches.
+func onlyImageChanged(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {
+	o := oldSpec.DeepCopy()
+	o.Image = spec.Image
+	return !restartsPods(o, spec)
 }
 
 // restartsPods tells whether a change alters the pod template, which rolls

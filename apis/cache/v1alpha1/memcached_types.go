@@ -39,6 +39,7 @@ const (
 
 // MemcachedSpec is the desired state of a memcached fleet.
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || !has(self.podDisruptionBudget.maxUnavailable)",message="podDisruptionBudget: set minAvailable or maxUnavailable, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmRestart) || !self.warmRestart.enabled || (has(self.workload) && self.workload == 'StatefulSet')",message="warmRestart needs workload StatefulSet: a pod keeps its cache only where it stays, under its name"
 type MemcachedSpec struct {
 	// size is the number of memcached pods. The schema caps it at 1000; the
 	// operator's --max-size policy, enforced by its admission webhook for
@@ -92,6 +93,11 @@ type MemcachedSpec struct {
 	// +kubebuilder:default=Deployment
 	// +optional
 	Workload *Workload `json:"workload,omitempty"`
+
+	// warmRestart keeps each pod's cache when its memcached restarts in
+	// place. Needs workload StatefulSet.
+	// +optional
+	WarmRestart *WarmRestartSpec `json:"warmRestart,omitempty"`
 
 	// memoryLimitMB is the item memory memcached may use, in megabytes (-m).
 	// Left unset, it follows the container: 90% of resources.limits.memory
@@ -255,6 +261,29 @@ type MemcachedSpec struct {
 	// certificates are loaded by the running pods without a restart.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// WarmRestartSpec keeps a pod's cache through restarts of its memcached:
+// memcached keeps its items in a memory file (-e) on a memory-backed
+// volume of the pod, and a launcher beside it turns the container's stop
+// into a save (SIGUSR1). An image change is then made in place, one pod at
+// a time by the operator, each pod's memcached restarting with its cache; a
+// change of anything else replaces the pod, which starts empty, as does a
+// memcached that crashes or is OOM-killed. The memory file is the item
+// memory, not a copy: it counts against the memory limit as item memory
+// does without it.
+type WarmRestartSpec struct {
+	// enabled turns warm restarts on. Turning it on or off changes the pod
+	// template, so it replaces every pod.
+	Enabled bool `json:"enabled"`
+
+	// launcherImage is the image of the init container that puts the
+	// launcher beside memcached. Defaults to the operator's --exporter-image
+	// (the operator image, which holds /memcached-launcher), pinned when
+	// warm restarts are turned on, like spec.image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	LauncherImage *string `json:"launcherImage,omitempty"`
 }
 
 // TLSSpec turns on memcached's TLS (-Z) with a certificate from cert-manager.

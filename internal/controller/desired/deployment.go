@@ -153,6 +153,9 @@ func podTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev1ac.P
 	if len(spec.PodAnnotations) > 0 {
 		tpl.WithAnnotations(spec.PodAnnotations)
 	}
+	if policy.WarmRestartEnabled(spec) {
+		warmPod(tpl, spec)
+	}
 	return tpl
 }
 
@@ -328,6 +331,9 @@ func Args(spec *cachev1alpha1.MemcachedSpec) []string {
 	}
 	if spec.Auth != nil {
 		args = append(args, "-Y", authFile)
+	}
+	if policy.WarmRestartEnabled(spec) {
+		args = append(args, "-e", memoryFile)
 	}
 	if t := spec.TLS; policy.TLSEnabled(spec) {
 		// The TLS port on every address, as without -l; a listener without

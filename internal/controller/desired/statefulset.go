@@ -10,6 +10,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // StatefulSet is the StatefulSet that runs a fleet whose workload is
@@ -19,7 +20,15 @@ import (
 // each other, so neither a scale nor a replacement waits for a lower ordinal.
 // A rolling update still replaces one pod at a time, highest ordinal first,
 // each after the one before is ready.
+//
+// With warm restarts the operator rolls the pods itself (OnDelete): it
+// changes an image in place, where the pod keeps its memory file, and
+// replaces a pod only for other changes.
 func StatefulSet(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *appsv1ac.StatefulSetApplyConfiguration {
+	strategy := appsv1.RollingUpdateStatefulSetStrategyType
+	if policy.WarmRestartEnabled(spec) {
+		strategy = appsv1.OnDeleteStatefulSetStrategyType
+	}
 	return appsv1ac.StatefulSet(mc.Name, mc.Namespace).
 		WithLabels(objectLabels(mc.Name)).
 		WithOwnerReferences(ownerReference(mc)).
@@ -31,7 +40,7 @@ func StatefulSet(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec)
 			WithMinReadySeconds(minReadySeconds).
 			WithRevisionHistoryLimit(revisionHistory).
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
-				WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+				WithType(strategy)).
 			WithTemplate(podTemplate(mc.Name, spec)))
 }
 

@@ -1,0 +1,90 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// The pieces of a pod with warm restarts: memcached's memory file on a
+// memory-backed volume that outlives its container, and the launcher that
+// an init container copies from the operator image beside it.
+const (
+	memoryVolumeName   = "memory-file"
+	memoryMountPath    = "/var/lib/memcached"
+	memoryFile         = memoryMountPath + "/memory"
+	launcherVolumeName = "launcher"
+	launcherMountPath  = "/opt/memcached-operator"
+	launcherPath       = launcherMountPath + "/memcached-launcher"
+	// LauncherInstallContainerName is the init container that copies the launcher.
+	LauncherInstallContainerName = "install-launcher"
+)
+
+// TemplateAnnotation is the annotation of a warm fleet's pods that names
+// their template less memcached's image: a pod whose value is the current
+// template's differs from it in the image alone, which the operator then
+// changes in place.
+const TemplateAnnotation = "memcached.cache.example.com/pod-template"
+
+// warmPod adds the memory file and the launcher to a pod of a fleet with
+// warm restarts, and the annotation that tells which of its pods can take
+// a new template in place.
+func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha1.MemcachedSpec) {
+	pod := tpl.Spec
+	pod.WithVolumes(
+		corev1ac.Volume().WithName(memoryVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
+			WithMedium(corev1.StorageMediumMemory).
+			// The file is -m megabytes, its metadata a few kilobytes.
+			WithSizeLimit(resource.MustParse(strconv.Itoa(int(*spec.MemoryLimitMB)+1)+"Mi"))),
+		corev1ac.Volume().WithName(launcherVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
+			WithSizeLimit(resource.MustParse("64Mi"))))
+	pod.WithInitContainers(corev1ac.Container().
+		WithName(LauncherInstallContainerName).
+		WithImage(ptr.Deref(spec.WarmRestart.LauncherImage, "")).
+		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithCommand("/memcached-launcher", "--install="+launcherPath).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(launcherVolumeName).WithMountPath(launcherMountPath)).
+		WithResources(resources(&reloaderResources)).
+		WithSecurityContext(restrictedContainer()))
+	for i := range pod.Containers {
+		if c := &pod.Containers[i]; *c.Name == containerName {
+			c.WithCommand(launcherPath, "--memory-file="+memoryFile, "--").
+				WithVolumeMounts(
+					corev1ac.VolumeMount().WithName(memoryVolumeName).WithMountPath(memoryMountPath),
+					corev1ac.VolumeMount().WithName(launcherVolumeName).WithMountPath(launcherMountPath).WithReadOnly(true))
+		}
+	}
+	tpl.WithAnnotations(map[string]string{TemplateAnnotation: templateHash(tpl)})
+}
+
+// templateHash names a pod template less memcached's image.
+func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
+	t := &corev1.PodTemplateSpec{}
+	raw, err := json.Marshal(tpl)
+	if err == nil {
+		err = json.Unmarshal(raw, t)
+	}
+	if err != nil {
+		panic("a pod template that does not encode: " + err.Error())
+	}
+	delete(t.Annotations, TemplateAnnotation)
+	for i := range t.Spec.Containers {
+		if t.Spec.Containers[i].Name == containerName {
+			t.Spec.Containers[i].Image = ""
+		}
+	}
+	raw, _ = json.Marshal(t)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// MemcachedContainer is the name of the memcached container of a fleet's pods.
+const MemcachedContainer = containerName
