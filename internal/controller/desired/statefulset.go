@@ -3,7 +3,6 @@ package desired
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -54,9 +53,8 @@ func Servers(mc *cachev1alpha1.Memcached, port int32, readyPods []string) []stri
 	}
 	var out []server
 	for _, p := range readyPods {
-		ordinal, ok := strings.CutPrefix(p, mc.Name+"-")
-		i, err := strconv.Atoi(ordinal)
-		if !ok || err != nil || i < 0 || strconv.Itoa(i) != ordinal {
+		i, ok := Ordinal(mc.Name, p)
+		if !ok {
 			continue
 		}
 		out = append(out, server{i, p + "." + mc.Name + "." + mc.Namespace + ".svc:" + strconv.Itoa(int(port))})

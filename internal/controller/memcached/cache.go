@@ -73,8 +73,8 @@ func readinessOnly(in any) (any, error) {
 	return out, nil
 }
 
-// placementOnly keeps of a cached pod only what observePods, markScaleDown
-// and the event handler read: a fleet of a thousand pods then costs little
+// placementOnly keeps of a cached pod only what observePods, markScaleDown,
+// rollWarm and the event handler read: a fleet of a thousand pods then costs little
 // memory.
 func placementOnly(in any) (any, error) {
 	p, ok := in.(*corev1.Pod)
@@ -90,6 +90,24 @@ func placementOnly(in any) (any, error) {
 	}
 	if status.PodReady(p) {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	}
+	if tpl, ok := p.Annotations[desired.TemplateAnnotation]; ok {
+		// A pod of a fleet with warm restarts: what its rollout reads
+		// (desired.NextWarmStep).
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[desired.TemplateAnnotation] = tpl
+		for _, c := range p.Spec.Containers {
+			if c.Name == desired.MemcachedContainer {
+				out.Spec.Containers = []corev1.Container{{Name: c.Name, Image: c.Image}}
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == desired.MemcachedContainer {
+				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Ready: c.Ready}}
+			}
+		}
 	}
 	if c := status.AuthCheckStatus(p); c != nil && status.AuthBlocked(p) != "" {
 		kept := corev1.ContainerStatus{Name: c.Name, State: c.State}

@@ -13,7 +13,7 @@ import (
 func (r *Reconciler) report(s *scope, errs []error, before []metav1.Condition) {
 	o := s.settled()
 	o.Deployment, o.StatefulSet, o.Nodes, o.NodesObserved = s.deployment, s.statefulSet, s.nodes, s.nodesObserved
-	o.Servers = s.servers
+	o.Servers, o.Restarting, o.RolloutWait = s.servers, s.restarting, s.rolloutWait
 	o.Errors, o.Monitoring, o.Auth = errs, s.monitoring, s.auth
 	o.Unschedulable, o.UnschedulableMessage = s.unschedulable, s.unschedulableMsg
 	status.Compute(s.memcached, o)

@@ -36,6 +36,11 @@ type scope struct {
 	currentSet, statefulSet *appsv1.StatefulSet
 	// servers are the ready pods' host:port addresses of a StatefulSet fleet.
 	servers []string
+	// restarting counts the pods of a warm fleet changed in place whose
+	// memcached has not restarted on the new image yet.
+	restarting int
+	// rolloutWait says why the rollout of a warm fleet waits, if it does.
+	rolloutWait string
 	// nodes are the ready pods; nodesObserved is false when listing failed.
 	nodes         []string
 	nodesObserved bool

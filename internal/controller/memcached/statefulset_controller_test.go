@@ -1,6 +1,8 @@
 package memcached_test
 
 import (
+	"fmt"
+	"maps"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -118,5 +120,128 @@ var _ = Describe("A fleet with stable pods (workload StatefulSet)", func() {
 		Expect(err).To(MatchError(ContainSubstring("workload is immutable")))
 		Expect(k8s.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"workload":null,"size":2}}`)))).To(Succeed(),
 			"removing the field leaves the default, the same workload")
+	})
+})
+
+// podsLikeStatefulSet stands in for the StatefulSet controller and the
+// kubelets: pods <name>-<i> of the set's current template, at revision
+// rev, each running its image and ready.
+func podsLikeStatefulSet(mc *cachev1alpha1.Memcached, rev string, ordinals ...int) {
+	GinkgoHelper()
+	set := statefulSetOf(mc)(Default)
+	for _, i := range ordinals {
+		tpl := set.Spec.Template.DeepCopy()
+		pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+		pod.Name, pod.Namespace = fmt.Sprintf("%s-%d", mc.Name, i), mc.Namespace
+		pod.Labels = maps.Clone(tpl.Labels)
+		pod.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		kubeletRuns(pod)
+	}
+}
+
+// kubeletRuns stands in for the kubelet: the pod's containers run the
+// images its spec names, and it is ready.
+func kubeletRuns(pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, key(pod), pod)).To(Succeed())
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pod.Status.ContainerStatuses = nil
+		for _, c := range pod.Spec.Containers {
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
+		}
+		g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// setAt stands in for the StatefulSet controller after it observed the
+// template: rev is its update revision, updated the pods at it.
+func setAt(mc *cachev1alpha1.Memcached, rev string, updated int32) {
+	GinkgoHelper()
+	setStatus(mc, func(s *appsv1.StatefulSet) {
+		n := *s.Spec.Replicas
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: n, UpdatedReplicas: updated, ReadyReplicas: n, AvailableReplicas: n,
+			CurrentRevision: "r1", UpdateRevision: rev}
+	})
+}
+
+// budgetAllows stands in for the disruption controller.
+func budgetAllows(mc *cachev1alpha1.Memcached, n int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		pdb := &policyv1.PodDisruptionBudget{}
+		g.Expect(k8s.Get(ctx, key(mc), pdb)).To(Succeed())
+		pdb.Status.DisruptionsAllowed, pdb.Status.ObservedGeneration = n, pdb.Generation
+		g.Expect(k8s.Status().Update(ctx, pdb)).To(Succeed())
+	}).Should(Succeed())
+}
+
+func podOf(mc *cachev1alpha1.Memcached, i int) func(Gomega) *corev1.Pod {
+	return func(g Gomega) *corev1.Pod {
+		p := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: fmt.Sprintf("%s-%d", mc.Name, i)}, p)).To(Succeed())
+		return p
+	}
+}
+
+func imageOf(mc *cachev1alpha1.Memcached, i int) func(Gomega) string {
+	return func(g Gomega) string { return podOf(mc, i)(g).Spec.Containers[0].Image }
+}
+
+var _ = Describe("A fleet with warm restarts", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("changes an image in place one pod at a time, highest ordinal first, each after the one before runs it; any other change replaces pods one at a time", func() {
+		mc := stableSample(ns, 3)
+		mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) appsv1.StatefulSetUpdateStrategyType {
+			return statefulSetOf(mc)(g).Spec.UpdateStrategy.Type
+		}).Should(Equal(appsv1.OnDeleteStatefulSetStrategyType))
+		podsLikeStatefulSet(mc, "r1", 0, 1, 2)
+		setAt(mc, "r1", 3)
+		budgetAllows(mc, 1)
+		setEndpoints(mc, ready("memcached-sample-0", "memcached-sample-1", "memcached-sample-2")...)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("a new image: the highest ordinal first, in place, and no other pod while it has not restarted")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":"memcached:envtest-2"}}`)))).To(Succeed())
+		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Spec.Containers[0].Image }).Should(Equal("memcached:envtest-2"))
+		setAt(mc, "r2", 0)
+		Eventually(imageOf(mc, 2)).Should(Equal("memcached:envtest-2"))
+		Expect(podOf(mc, 2)(Default).Labels).To(HaveKeyWithValue(appsv1.ControllerRevisionHashLabelKey, "r2"))
+		uid := podOf(mc, 2)(Default).UID
+		Consistently(imageOf(mc, 1)).WithTimeout(time.Second).Should(Equal("memcached:envtest"), "memcached-sample-2 has not restarted on its new image")
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("1 restarting memcached in place"))))
+
+		By("once it runs the new image and is ready, the next")
+		kubeletRuns(podOf(mc, 2)(Default))
+		Eventually(imageOf(mc, 1)).Should(Equal("memcached:envtest-2"))
+		Expect(imageOf(mc, 0)(Default)).To(Equal("memcached:envtest"))
+		kubeletRuns(podOf(mc, 1)(Default))
+		Eventually(imageOf(mc, 0)).Should(Equal("memcached:envtest-2"))
+		kubeletRuns(podOf(mc, 0)(Default))
+		Expect(podOf(mc, 2)(Default).UID).To(Equal(uid), "the same pod, with its memory file")
+		setAt(mc, "r2", 3)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("a change of memcached's command line: the pod is replaced, the highest ordinal first, one at a time")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed())
+		Eventually(func(g Gomega) []string { return statefulSetOf(mc)(g).Spec.Template.Spec.Containers[0].Args }).Should(ContainElement("2048"))
+		setAt(mc, "r3", 0)
+		Eventually(func() bool {
+			p := &corev1.Pod{}
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-2"}, p))
+		}).Should(BeTrue())
+		Consistently(func(g Gomega) types.UID { return podOf(mc, 1)(g).UID }).WithTimeout(time.Second).ShouldNot(BeEmpty(), "one pod at a time")
+		podsLikeStatefulSet(mc, "r3", 2)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
+		}).Should(BeTrue())
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-0"}, &corev1.Pod{})).To(Succeed())
 	})
 })

@@ -116,14 +116,16 @@ func sliceToMemcached(_ context.Context, o client.Object) []reconcile.Request {
 // podChanged passes the pod events that can change what a pass does with
 // pods: a pod becoming or ceasing to be unschedulable or held back by a
 // configuration error (or its message changing), such a pod going away,
-// and a scale-down mark reaching the cache. Every other pod event (IPs,
+// a scale-down mark reaching the cache, and what the rollout of a fleet
+// with warm restarts paces itself by. Every other pod event (IPs,
 // other container states, readiness) is the EndpointSlices' and the
 // Deployment's business.
 var podChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return isWaiting(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return waitingMessage(e.ObjectOld) != waitingMessage(e.ObjectNew) ||
-			e.ObjectOld.GetAnnotations()[desired.PodDeletionCost] != e.ObjectNew.GetAnnotations()[desired.PodDeletionCost]
+			e.ObjectOld.GetAnnotations()[desired.PodDeletionCost] != e.ObjectNew.GetAnnotations()[desired.PodDeletionCost] ||
+			warmRolloutState(e.ObjectOld) != warmRolloutState(e.ObjectNew)
 	},
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isWaiting(e.Object) },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -183,4 +185,25 @@ func indexSliceFleet(o client.Object) []string {
 		return []string{name}
 	}
 	return nil
+}
+
+// warmRolloutState is what desired.NextWarmStep reads of a pod of a fleet
+// with warm restarts (its revision, readiness and memcached's images);
+// empty for any other pod.
+func warmRolloutState(o client.Object) string {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return ""
+	}
+	if _, warm := p.Annotations[desired.TemplateAnnotation]; !warm {
+		return ""
+	}
+	state := fmt.Sprintf("%s/%t", p.Labels[appsv1.ControllerRevisionHashLabelKey], status.PodReady(p))
+	for _, c := range p.Spec.Containers {
+		state += "/" + c.Image
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		state += fmt.Sprintf("/%s/%t", c.Image, c.Ready)
+	}
+	return state
 }

@@ -72,6 +72,9 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 		s.markCreated("StatefulSet")
 	}
 	s.statefulSet = set
+	if policy.WarmRestartEnabled(s.spec) && !created {
+		return r.rollWarm(ctx, s, set)
+	}
 	return nil
 }
 

@@ -25,6 +25,12 @@ type Observation struct {
 	Deployment *appsv1.Deployment
 	// StatefulSet is the same for a fleet whose workload is StatefulSet.
 	StatefulSet *appsv1.StatefulSet
+	// Restarting counts the pods of a fleet with warm restarts whose image
+	// was changed in place and whose memcached has not restarted on it yet.
+	Restarting int
+	// RolloutWait says why the rollout of a fleet with warm restarts
+	// takes no step now, if it does not.
+	RolloutWait string
 	// Servers are the host:port addresses of the ready pods of a
 	// StatefulSet fleet; only used when NodesObserved.
 	Servers []string
@@ -180,7 +186,7 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 	if ds := wl; ds != nil {
 		st.Replicas, st.ReadyReplicas = ds.replicas, ds.ready
 		current := ds.generation != 0 && ds.observedGeneration >= ds.generation && ds.desired == size
-		rolledOut = current && ds.updated == size && ds.replicas == size && ds.available >= size
+		rolledOut = current && ds.updated == size && ds.replicas == size && ds.available >= size && o.Restarting == 0
 		available := fmt.Sprintf("%d of %d pods available", ds.available, size)
 		switch {
 		case size == 0:
@@ -196,6 +202,12 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 		}
 		if current {
 			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.updated, size, ds.replicas, ds.available)
+			if o.Restarting > 0 {
+				progressMsg += fmt.Sprintf("; %d restarting memcached in place with a new image", o.Restarting)
+			}
+			if o.RolloutWait != "" && !rolledOut {
+				progressMsg += "; " + o.RolloutWait
+			}
 		} else {
 			progressMsg = "the " + ds.kind + " has not yet observed the spec applied to it"
 		}

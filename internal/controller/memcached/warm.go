@@ -1,0 +1,76 @@
+package memcached
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/controller/desired"
+)
+
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=delete
+
+// rollWarm takes the next step of the rollout of a fleet with warm
+// restarts, whose StatefulSet leaves its pods alone (OnDelete): an image
+// changed in place, where the pod keeps its memory file, or a pod
+// replaced, one at a time (desired.NextWarmStep). The pod's events bring the
+// pass that takes the step after.
+func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.StatefulSet) error {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.memcached.Namespace), client.MatchingFields{podFleetIndex: s.memcached.Name}); err != nil {
+		return fmt.Errorf("listing pods of Memcached %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	}
+	var allowed *int32
+	pdb := &policyv1.PodDisruptionBudget{}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.memcached), pdb); {
+	case err == nil && metav1.IsControlledBy(pdb, s.memcached):
+		allowed = &pdb.Status.DisruptionsAllowed
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading PodDisruptionBudget %s: %w", client.ObjectKeyFromObject(s.memcached), err)
+	}
+	step := desired.NextWarmStep(set, list.Items, allowed)
+	s.restarting, s.rolloutWait = step.Restarting, step.Wait
+	if step.Pod == "" {
+		return nil
+	}
+	var pod *corev1.Pod
+	for i := range list.Items {
+		if list.Items[i].Name == step.Pod {
+			pod = &list.Items[i]
+		}
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("pod", step.Pod)
+	if !step.InPlace {
+		log.Info("Replacing a pod of a fleet with warm restarts: its template changed in more than memcached's image, so it starts with an empty cache")
+		err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("replacing pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return nil
+	}
+	log.Info("Restarting memcached in place with a new image; the pod keeps its cache", "image", step.Image)
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"labels":          map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision},
+			"resourceVersion": pod.ResourceVersion,
+		},
+		"spec": map[string]any{"containers": []map[string]string{{"name": desired.MemcachedContainer, "image": step.Image}}},
+	})
+	if err != nil {
+		return err
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	if err := r.Client.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("changing the image of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
