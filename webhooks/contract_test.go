@@ -115,12 +115,13 @@ func admittedIsBuildable(webhooksOn bool) {
 	real := newRealMemcached()
 	var refusedByMemcached []string
 	accepted, rejected, built, policies, authed, certs, started, unchecked := 0, 0, 0, 0, 0, 0, 0, 0
+	stable, warm := 0, 0
 	// Each side of the contract must be exercised a tenth of n times, each
 	// optional builder a hundredth. A seed that falls short draws more
 	// specs, up to 4n; a generator that stopped producing one of them
 	// fails below, whatever the seed.
 	covered := func() bool {
-		return accepted > n/10 && rejected > n/10 && policies > n/100 && authed > n/100 && certs > n/100
+		return accepted > n/10 && rejected > n/10 && policies > n/100 && authed > n/100 && certs > n/100 && stable > n/100 && warm > n/200
 	}
 	i := 0
 	for ; i < n || (!covered() && i < 4*n); i++ {
@@ -153,6 +154,14 @@ func admittedIsBuildable(webhooksOn bool) {
 			refusedByMemcached = append(refusedByMemcached, desc()+": "+why)
 		}
 		Expect(k8s.Apply(ctx, desired.Deployment(mc, spec), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Deployment %+v", desc(), mc.Spec)
+		if ptr.Deref(spec.Workload, "") == cachev1alpha1.WorkloadStatefulSet {
+			Expect(k8s.Apply(ctx, desired.StatefulSet(mc, spec), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: StatefulSet %+v", desc(), mc.Spec)
+			built++
+			stable++
+			if policy.WarmRestartEnabled(spec) {
+				warm++
+			}
+		}
 		Expect(k8s.Apply(ctx, desired.Service(mc, spec), client.FieldOwner(apply.FieldOwner), client.DryRunAll)).To(Succeed(), "%s: Service", desc())
 		built += 2
 		if mc.Spec.Auth != nil {
@@ -177,7 +186,7 @@ func admittedIsBuildable(webhooksOn bool) {
 		}
 	}
 	GinkgoWriter.Printf("generated specs: %d, admitted: %d, refused: %d, built objects dry-run: %d (NetworkPolicies: %d, Deployments with auth: %d, Certificates: %d), started by the real memcached: %d, not started (maxConnections above the open-file limit %d): %d\n", i, accepted, rejected, built, policies, authed, certs, started, real.openFiles, unchecked)
-	AddReportEntry("admission property, webhooks "+map[bool]string{true: "on", false: "off"}[webhooksOn], map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs, "started by memcached": started, "not started": unchecked})
+	AddReportEntry("admission property, webhooks "+map[bool]string{true: "on", false: "off"}[webhooksOn], map[string]int{"specs": i, "admitted": accepted, "refused": rejected, "objects dry-run": built, "network policies": policies, "with auth": authed, "certificates": certs, "stable": stable, "warm restarts": warm, "started by memcached": started, "not started": unchecked})
 	Expect(refusedByMemcached).To(BeEmpty(), "admitted, but the real memcached does not start the pod's command line")
 	Expect(started).To(BeNumerically(">", n/20), "and the real memcached")
 	Expect(accepted).To(BeNumerically(">", n/10), "the generator must exercise the accepting side too")

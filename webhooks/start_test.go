@@ -114,6 +114,17 @@ func (m *realMemcached) starts(spec *cachev1alpha1.MemcachedSpec) (bool, string)
 		defer func() { _ = ln.Close() }()
 	}
 	args := m.loopback(desired.Args(spec), port)
+	if policy.WarmRestartEnabled(spec) {
+		// The memory file, on a memory-backed folder as in the pod, one
+		// for each start: memcached touches a page of every slab class.
+		dir, err := os.MkdirTemp("/dev/shm", "memcached-warm-")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.Chmod(dir, 0o777)).To(Succeed())
+		defer func() { _ = os.RemoveAll(dir) }()
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "/var/lib/memcached/", dir+"/")
+		}
+	}
 	probe := port(int(*spec.Port))
 	if policy.TLSEnabled(spec) {
 		probe = port(int(policy.TLSLoopbackPort))

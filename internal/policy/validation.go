@@ -79,10 +79,6 @@ func ValidateResolved(spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
 		if ptr.Deref(spec.WarmRestart.LauncherImage, "") == "" {
 			errs = append(errs, field.Required(field.NewPath("spec", "warmRestart", "launcherImage"), "the operator has no --exporter-image: set the image"))
 		}
-		if m := ptr.Deref(spec.MemoryLimitMB, 0); m < MinWarmMemoryMB {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "memoryLimitMB"), m, fmt.Sprintf(
-				"with warmRestart memcached allocates a page of every slab class up front and needs at least %d MB of item memory: raise resources.limits.memory or memoryLimitMB", MinWarmMemoryMB)))
-		}
 	}
 	return errs
 }
@@ -208,7 +204,34 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validateAuth(path.Child("auth"), spec.Auth)...)
 	errs = append(errs, validateTLS(path.Child("tls"), spec)...)
 	errs = append(errs, validateMonitoring(path.Child("monitoring"), spec)...)
+	errs = append(errs, validateWarmRestart(path, spec)...)
 	return append(errs, validateSpecSize(path, spec)...)
+}
+
+// validateWarmRestart holds a fleet with warm restarts to what memcached
+// needs to start on a memory file: a page of every slab class up front.
+// The schema holds the workload; this repeats it for where no schema runs.
+func validateWarmRestart(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.ErrorList {
+	if !WarmRestartEnabled(spec) {
+		return nil
+	}
+	var errs field.ErrorList
+	if i := spec.WarmRestart.LauncherImage; i != nil && (*i == "" || strings.TrimSpace(*i) != *i) {
+		errs = append(errs, field.Invalid(path.Child("warmRestart", "launcherImage"), *i, "must name an image, without surrounding spaces"))
+	}
+	if ptr.Deref(spec.Workload, cachev1alpha1.WorkloadDeployment) != cachev1alpha1.WorkloadStatefulSet {
+		errs = append(errs, field.Invalid(path.Child("warmRestart", "enabled"), true, "warmRestart needs workload StatefulSet: a pod keeps its cache only where it stays, under its name"))
+	}
+	m := ptr.Deref(spec.MemoryLimitMB, derivedMemoryLimitMB(spec.Resources))
+	if m < MinWarmMemoryMB {
+		p := path.Child("memoryLimitMB")
+		if spec.MemoryLimitMB == nil {
+			p = path.Child("resources", "limits", "memory")
+		}
+		errs = append(errs, field.Invalid(p, m, fmt.Sprintf(
+			"with warmRestart memcached allocates a page of every slab class up front and needs at least %d MB of item memory (memoryLimitMB, or 90%% of the memory limit): raise it", MinWarmMemoryMB)))
+	}
+	return errs
 }
 
 // MaxSpecBytes bounds a fleet's spec, encoded as JSON: the schema caps its

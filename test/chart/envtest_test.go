@@ -332,7 +332,10 @@ var _ = Describe("The chart's RBAC", func() {
 		Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x"}})).To(Satisfy(forbidden),
 			"the operator reads Memcacheds, users write them")
 		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Satisfy(forbidden))
-		Expect(allowed(ctx, c, attrs("delete", "", "pods", "other"))).To(BeFalse(), "pods are observed and marked for a scale-down, never deleted")
+		Expect(allowed(ctx, c, attrs("create", "", "pods", "other"))).To(BeFalse(), "pods are the workloads' to create")
+		Expect(allowed(ctx, c, attrs("deletecollection", "", "pods", "other"))).To(BeFalse())
+		// The deletes RBAC grants (a warm fleet's pods, which the operator
+		// rolls itself) the write policy confines to those pods.
 		Expect(allowed(ctx, c, attrs("create", "coordination.k8s.io", "leases", "other"))).To(BeFalse(), "leases only in the lease namespace")
 		Expect(allowed(ctx, c, attrs("escalate", "rbac.authorization.k8s.io", "clusterroles", ""))).To(BeFalse())
 	})

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
 )
 
 // verbRecorder records the RBAC verb of every request a client sends, the
@@ -194,6 +195,31 @@ var _ = Describe("The operator's RBAC rules", func() {
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("apps statefulsets create"))
 		Expect(k8sClient.Patch(ctx, stable, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("apps statefulsets patch"))
+
+		By("a fleet with warm restarts, which replaces its outdated pod itself")
+		warm := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-warm"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Workload: ptr.To(cachev1alpha1.WorkloadStatefulSet),
+				WarmRestart: &cachev1alpha1.WarmRestartSpec{Enabled: true, LauncherImage: ptr.To("op:1")}}}
+		Expect(k8sClient.Create(ctx, warm)).To(Succeed())
+		outdated := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-warm-0", Labels: map[string]string{
+				"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "verbs-warm",
+				"app.kubernetes.io/managed-by": "memcached-operator", appsv1.ControllerRevisionHashLabelKey: "r1",
+			}, Annotations: map[string]string{desired.TemplateAnnotation: "before"}},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+		}
+		Expect(k8sClient.Create(ctx, outdated)).To(Succeed())
+		outdated.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		outdated.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6", Ready: true}}
+		Expect(k8sClient.Status().Update(ctx, outdated)).To(Succeed())
+		Eventually(func(g Gomega) {
+			set := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(warm), set)).To(Succeed())
+			set.Status = appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r2"}
+			g.Expect(k8sClient.Status().Update(ctx, set)).To(Succeed())
+		}).WithTimeout(verbWait).Should(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("core pods delete"))
 
 		By("a fleet whose name someone else's objects hold: each create-only apply answers Conflict, and the operator reads the object to say whose it is")
 		strangersNamed(ctx, "team-b", "verbs-taken")

@@ -206,5 +206,31 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 
 		stranger := pod(map[string]string{"app": "web"})
 		Expect(merge(stranger, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"1"}}}`)).To(deniedBy("pods of the fleets"))
+		Expect(c.Delete(ctx, fleet)).To(deniedBy("deletes only pods of its fleets with warm restarts"))
+		Expect(c.Delete(ctx, stranger)).To(deniedBy("deletes only pods"))
+	})
+
+	It("lets the operator roll the pods of a fleet with warm restarts: memcached's image and the revision label, or the whole pod", func(ctx SpecContext) {
+		warm := func() *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("warm"),
+				Labels:      map[string]string{desired.LabelName: desired.NameValue, desired.LabelInstance: "guarded", desired.LabelManagedBy: desired.ManagedByValue, "controller-revision-hash": "r1"},
+				Annotations: map[string]string{desired.TemplateAnnotation: "t1"}},
+				Spec: corev1.PodSpec{
+					InitContainers: []corev1.Container{{Name: "install-launcher", Image: "op:1"}},
+					Containers:     []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}, {Name: "exporter", Image: "op:1"}}}}
+			Expect(k8sClient.Create(ctx, p)).To(Succeed())
+			return p
+		}
+		strategic := func(p *corev1.Pod, patch string) error {
+			return c.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+		}
+		p := warm()
+		Expect(strategic(p, `{"metadata":{"labels":{"controller-revision-hash":"r2"}},"spec":{"containers":[{"name":"memcached","image":"memcached:1.6.2"}]}}`)).To(Succeed())
+		Expect(strategic(p, `{"spec":{"containers":[{"name":"exporter","image":"evil:1"}]}}`)).To(deniedBy("memcached's image"))
+		Expect(strategic(p, `{"spec":{"initContainers":[{"name":"install-launcher","image":"evil:1"}]}}`)).To(deniedBy("memcached's image"))
+		Expect(c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tolerations":[{"key":"x","operator":"Exists","effect":"NoSchedule"}]}}`)))).To(deniedBy("memcached's image"))
+		Expect(strategic(p, `{"metadata":{"labels":{"app.kubernetes.io/instance":"elsewhere"}}}`)).To(deniedBy("memcached's image"))
+		Expect(strategic(p, `{"metadata":{"annotations":{"`+desired.TemplateAnnotation+`":"t2"}}}`)).To(deniedBy("memcached's image"))
+		Expect(c.Delete(ctx, p)).To(Succeed())
 	})
 })

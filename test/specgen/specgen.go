@@ -200,6 +200,13 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 		sp.TLS = t
 	}
 	sp.AppArmorProfile = opt(s, []corev1.AppArmorProfileType{corev1.AppArmorProfileTypeRuntimeDefault}, []corev1.AppArmorProfileType{corev1.AppArmorProfileTypeUnconfined, "Localhost"})
+	sp.Workload = opt(s, []cachev1alpha1.Workload{cachev1alpha1.WorkloadDeployment, cachev1alpha1.WorkloadStatefulSet}, []cachev1alpha1.Workload{"Pod", "statefulset"})
+	if s.maybe() {
+		sp.WarmRestart = &cachev1alpha1.WarmRestartSpec{
+			Enabled:       pick(s, []bool{true, false}, nil),
+			LauncherImage: opt(s, []string{"registry.example.com/memcached-operator:0.2.0"}, []string{"", " op"}),
+		}
+	}
 	return mc
 }
 

@@ -97,11 +97,14 @@ X.?claims.orValue([]).size() == 0 && [X.?limits.orValue({}), X.?requests.orValue
   expression: "@.metadata.name.matches(r'^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(@.metadata.name) <= 63"
   message: "metadata.name: must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, at most 63 characters): it is also the fleet's Service name"
 - name: images
-  expression: "[@.spec.?image, @.spec.?auth.?reloaderImage, @.spec.?tls.?reloaderImage, @.spec.?monitoring.?exporter.?image].all(i, !i.hasValue() || (i.value() != '' && i.value().trim() == i.value()))"
-  message: "spec.image, spec.auth.reloaderImage, spec.tls.reloaderImage, spec.monitoring.exporter.image: must name an image, without surrounding spaces"
+  expression: "[@.spec.?image, @.spec.?auth.?reloaderImage, @.spec.?tls.?reloaderImage, @.spec.?monitoring.?exporter.?image, @.spec.?warmRestart.?launcherImage].all(i, !i.hasValue() || (i.value() != '' && i.value().trim() == i.value()))"
+  message: "spec.image, spec.auth.reloaderImage, spec.tls.reloaderImage, spec.monitoring.exporter.image, spec.warmRestart.launcherImage: must name an image, without surrounding spaces"
 - name: memory
   expression: "!V.hasMemLimit || !quantity(string(V.memMB) + 'Mi').isGreaterThan(V.memQ.value())"
   message: "spec.memoryLimitMB (or the 90% of resources.limits.memory it is derived from, at least 8MB) must fit inside resources.limits.memory, or the container is OOM-killed once the cache fills"
+- name: warmMemory
+  expression: "!@.spec.?warmRestart.?enabled.orValue(false) || V.memMB >= 64"
+  message: "spec.memoryLimitMB (or the 90% of resources.limits.memory it is derived from): with warmRestart memcached allocates a page of every slab class up front and needs at least 64 MB of item memory"
 - name: maxItemSize
   expression: "V.item == '' || (V.itemBytes >= 524288 && V.itemBytes <= 1073741824 && V.itemBytes % 524288 == 0 && V.itemBytes <= V.memMB * 1048576 / 2)"
   message: "spec.maxItemSize: must be a multiple of 512k (such as 512k, 1m or 1536k) up to 1024m, and at most half of the item memory: memcached refuses to start otherwise"
