@@ -17,7 +17,7 @@
 #          the filesystem driver and htpasswd auth only, hack/build/registry)
 #        prometheus prometheus-operator prometheus-config-reloader (the testbed's
 #          monitoring stack, hack/build/prometheus{,-operator}; CRDs: prometheus-operator-crds)
-#        image-pause image-memcached image-cert-manager-{controller,webhook,cainjector}
+#        image-pause image-memcached image-memcached-next image-cert-manager-{controller,webhook,cainjector}
 #        image-prometheus image-prometheus-operator image-prometheus-config-reloader
 #          (/bin/<name>, UID 65534)
 #          (OCI image archives for the testbed, test/testbed/tbctl; the image
@@ -96,7 +96,7 @@ img_pause() {
 img_memcached() {
   local args=() lib
   for lib in $(ldd /usr/bin/memcached | grep -o '/[^ ]*'); do args+=(-file "$lib"); done
-  tbctl image -out "$OUT" -name "$(image_name memcached)" -file /usr/bin/memcached "${args[@]}" \
+  tbctl image -out "$OUT" -name "$(image_name "$1")" -file /usr/bin/memcached "${args[@]}" \
     -entrypoint /usr/bin/memcached -user 11211:11211
 }
 img_cert_manager() {
@@ -114,6 +114,7 @@ image_name() {
   case $1 in
     pause) printf 'localhost/pause:%s' "$PAUSE_VERSION" ;;
     memcached) printf 'localhost/memcached:%s' "$(memcached_tag)" ;;
+    memcached-next) printf 'localhost/memcached:%s-next' "$(memcached_tag)" ;;
     cert-manager-*) printf 'localhost/%s:%s' "$1" "$CERT_MANAGER_VERSION" ;;
     prometheus) printf 'localhost/prometheus:v%s' "$PROMETHEUS_RELEASE" ;;
     prometheus-operator|prometheus-config-reloader) printf 'localhost/%s:%s' "$1" "$PROMETHEUS_OPERATOR_VERSION" ;;
@@ -201,9 +202,11 @@ path_of() {
       build "$name" "$d" go_cert_manager "${name#cert-manager-}" ;;
     image-pause)
       local d="$STORE/images/pause-$PAUSE_VERSION.tar"; build "$name" "$d" img_pause ;;
-    image-memcached)
+    image-memcached|image-memcached-next)
+      # memcached-next: the same binary under another tag, an image upgrade
+      # within one memcached release for the e2e suite.
       command -v memcached >/dev/null || { log "memcached is not installed (apt-get install memcached)"; return 1; }
-      local d; d="$STORE/images/memcached-$(memcached_tag).tar"; build "$name" "$d" img_memcached ;;
+      local d; d="$STORE/images/${name#image-}-$(memcached_tag).tar"; build "$name" "$d" img_memcached "${name#image-}" ;;
     image-cert-manager-controller|image-cert-manager-webhook|image-cert-manager-cainjector)
       local c=${name#image-cert-manager-} bin
       bin=$(path_of "cert-manager-$c")

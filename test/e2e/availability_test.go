@@ -67,9 +67,15 @@ func fleetPods(ctx context.Context, g Gomega, name string) map[string]string {
 // with size pods listed in status.nodes, and returns them.
 func fleetReady(name string, size int) []string {
 	GinkgoHelper()
+	return fleetReadyIn(availabilityNamespace, name, size)
+}
+
+// fleetReadyIn is fleetReady in namespace ns.
+func fleetReadyIn(ns, name string, size int) []string {
+	GinkgoHelper()
 	var nodes []string
 	Eventually(func(g Gomega) {
-		mc, err := getMemcached(availabilityNamespace, name)
+		mc, err := getMemcached(ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(mc.Status.Conditions).To(ContainElement(And(
 			HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", mc.Metadata.Generation))))

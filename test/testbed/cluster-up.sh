@@ -367,7 +367,7 @@ YAML
   }
   # The archives images.sh listed (the same files every node imports).
   mc_archive=""
-  for a in $IMAGE_ARCHIVES; do [[ ${a##*/} == memcached-*.tar ]] && mc_archive=$a; done
+  for a in $IMAGE_ARCHIVES; do [[ ${a##*/} == memcached-*.tar && ${a##*/} != memcached-next-* ]] && mc_archive=$a; done
   [[ -n $mc_archive ]] || die "images.env lists no memcached archive: run 'make images'"
   (
     push REGISTRY_MEMCACHED_IMAGE "$mc_archive" testbed/memcached "${MEMCACHED_IMAGE##*:}"

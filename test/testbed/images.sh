@@ -17,7 +17,7 @@ mkdir -p "$BIN" "$TB_DIR/images"
 (cd "$REPO" && go build -o "$BIN/tbctl.tmp" ./test/testbed/tbctl) && mv -f "$BIN/tbctl.tmp" "$BIN/tbctl"
 
 archives=()
-for n in pause memcached cert-manager-controller cert-manager-webhook cert-manager-cainjector; do
+for n in pause memcached memcached-next cert-manager-controller cert-manager-webhook cert-manager-cainjector; do
   archives+=("$("$TOOL" "image-$n")")
 done
 # The monitoring stack only when asked for (WITH_MONITORING=1, `make cluster-up
@@ -57,6 +57,7 @@ cat >"$TB_DIR/images.env.tmp" <<ENV
 # imagePullPolicy IfNotPresent (or Never).
 PAUSE_IMAGE=$("$TOOL" image-name-pause)
 MEMCACHED_IMAGE=$("$TOOL" image-name-memcached)
+MEMCACHED_NEXT_IMAGE=$("$TOOL" image-name-memcached-next)
 CERT_MANAGER_CONTROLLER_IMAGE=$("$TOOL" image-name-cert-manager-controller)
 CERT_MANAGER_WEBHOOK_IMAGE=$("$TOOL" image-name-cert-manager-webhook)
 CERT_MANAGER_CAINJECTOR_IMAGE=$("$TOOL" image-name-cert-manager-cainjector)
