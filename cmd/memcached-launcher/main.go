@@ -19,6 +19,7 @@ import (
 func main() {
 	install := flag.String("install", "", "Copy this binary to the path and exit.")
 	memoryFile := flag.String("memory-file", "", "memcached's -e memory file.")
+	argsFile := flag.String("args-file", "", "A file holding memcached's arguments as a JSON array, read at start and watched: a change saves the cache and ends the launcher, to start again with them.")
 	bin := flag.String("memcached", "", "The memcached binary. Empty: memcached on the PATH, else /usr/bin/memcached or /usr/local/bin/memcached.")
 	termLog := flag.String("termination-log", "/dev/termination-log", "Where the outcome is written for the container's status.")
 	flag.Parse()
@@ -30,8 +31,8 @@ func main() {
 		}
 		return
 	}
-	if *memoryFile == "" || flag.NArg() == 0 {
-		logger.Error("Usage: memcached-launcher --memory-file=FILE -- MEMCACHED-ARGS...")
+	if *memoryFile == "" || (flag.NArg() == 0) == (*argsFile == "") {
+		logger.Error("Usage: memcached-launcher --memory-file=FILE (--args-file=FILE | -- MEMCACHED-ARGS...)")
 		os.Exit(2)
 	}
 	if *bin == "" {
@@ -39,7 +40,7 @@ func main() {
 	}
 	stop := make(chan os.Signal, 2)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	l := &launcher.Launcher{Memcached: *bin, Args: flag.Args(), MemoryFile: *memoryFile, TerminationLog: *termLog, Log: logger}
+	l := &launcher.Launcher{Memcached: *bin, Args: flag.Args(), ArgsFile: *argsFile, MemoryFile: *memoryFile, TerminationLog: *termLog, Log: logger}
 	os.Exit(l.Run(context.Background(), stop).ExitCode)
 }
 

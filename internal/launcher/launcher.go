@@ -6,10 +6,19 @@
 // again. A memcached that dies any other way (a crash, an OOM kill) leaves
 // no metadata, and the next one starts cold, as it must: the memory file
 // may be half written.
+//
+// memcached's command line can come from a file (the pod's downward API
+// view of an annotation, which the operator changes in place): when it
+// changes, the launcher saves the cache and ends, and the kubelet starts
+// the container again in the same pod, on the same file, with the new
+// options.
 package launcher
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,12 +34,16 @@ import (
 // ("restart incompatible due to setting for [stop_time]") and starts cold.
 const restartGap = 1100 * time.Millisecond
 
+// argsPoll is how often the args file is read for a change.
+const argsPoll = time.Second
+
 // Launcher runs one memcached.
 type Launcher struct {
 	// Memcached is the binary; Args its command line, which holds
-	// -e MemoryFile.
+	// -e MemoryFile, or ArgsFile the JSON array of strings that holds it.
 	Memcached string
 	Args      []string
+	ArgsFile  string
 	// MemoryFile is memcached's -e file; its metadata is MemoryFile.meta.
 	MemoryFile string
 	// TerminationLog is where the outcome is written for the container's
@@ -41,6 +54,19 @@ type Launcher struct {
 	// told memcached's process.
 	sleep   func(time.Duration)
 	started func(*os.Process)
+	poll    time.Duration
+}
+
+// ReadArgs reads a command line written as a JSON array of strings.
+func ReadArgs(path string) (raw []byte, args []string, err error) {
+	raw, err = os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := json.Unmarshal(raw, &args); err != nil || len(args) == 0 {
+		return nil, nil, fmt.Errorf("%s holds no JSON array of memcached's arguments: %q", path, raw)
+	}
+	return raw, args, nil
 }
 
 // Outcome is how a run ended.
@@ -75,7 +101,16 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 	} else {
 		l.Log.Info("No cache to restore: starting cold", "memoryFile", l.MemoryFile)
 	}
-	cmd := exec.Command(l.Memcached, l.Args...)
+	args, argsRaw := l.Args, []byte(nil)
+	if l.ArgsFile != "" {
+		var err error
+		if argsRaw, args, err = ReadArgs(l.ArgsFile); err != nil {
+			return l.finish(Outcome{ExitCode: 2, Message: err.Error()})
+		}
+	}
+	poll := time.NewTicker(cmp.Or(l.poll, argsPoll))
+	defer poll.Stop()
+	cmd := exec.Command(l.Memcached, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return l.finish(Outcome{ExitCode: 127, Message: fmt.Sprintf("starting memcached: %v", err)})
@@ -85,18 +120,35 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	asked := false
+	asked, reargs := false, false
 	for {
 		select {
 		case <-stop:
 		case <-ctx.Done():
 			ctx = context.Background() // once
+		case <-poll.C:
+			if argsRaw == nil || asked {
+				continue
+			}
+			// A file that cannot be read or parsed is a write in progress
+			// or a mistake: memcached goes on with what it runs.
+			if raw, _, err := ReadArgs(l.ArgsFile); err != nil || bytes.Equal(raw, argsRaw) {
+				continue
+			}
+			reargs = true
+			l.Log.Info("memcached's options changed: saving its cache and ending, to start again warm with them")
 		case err := <-done:
-			return l.finish(l.outcome(asked, err))
+			o := l.outcome(asked, err)
+			if reargs && o.Saved {
+				o.Message = "memcached's options changed: it saved its cache to " + l.MemoryFile + " and the container starts again warm with them"
+			}
+			return l.finish(o)
 		}
 		if !asked {
 			asked = true
-			l.Log.Info("Stopping memcached, which saves its cache first")
+			if !reargs {
+				l.Log.Info("Stopping memcached, which saves its cache first")
+			}
 			_ = cmd.Process.Signal(syscall.SIGUSR1)
 		}
 	}

@@ -3,12 +3,14 @@ package launcher
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +25,13 @@ import (
 // returns its address, a stop channel and the outcome to come.
 func run(t *testing.T, g Gomega, dir string, started func(*os.Process)) (addr string, stop chan os.Signal, out <-chan Outcome) {
 	t.Helper()
+	return runWith(t, g, dir, func(l *Launcher) { l.started = started })
+}
+
+// runWith is run with the launcher adjusted by edit before it starts; with
+// an ArgsFile, the file is written with the command line run would use.
+func runWith(t *testing.T, g Gomega, dir string, edit func(*Launcher)) (addr string, stop chan os.Signal, out <-chan Outcome) {
+	t.Helper()
 	bin := memcachedbin.Path(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -34,7 +43,12 @@ func run(t *testing.T, g Gomega, dir string, started func(*os.Process)) (addr st
 		args = append(args, "-u", "nobody")
 	}
 	l := &Launcher{Memcached: bin, Args: args, MemoryFile: file, TerminationLog: filepath.Join(dir, "termination-log"),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: started}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	edit(l)
+	if l.ArgsFile != "" {
+		writeArgs(g, l.ArgsFile, l.Args)
+		l.Args = nil
+	}
 	stop = make(chan os.Signal, 1)
 	res := make(chan Outcome, 1)
 	go func() { res <- l.Run(context.Background(), stop) }()
@@ -146,4 +160,80 @@ func TestInstall(t *testing.T) {
 	g.Expect(got).To(Equal(want))
 	fi, _ := os.Stat(dst)
 	g.Expect(fi.Mode().Perm() & 0o111).NotTo(BeZero())
+}
+
+func writeArgs(g Gomega, path string, args []string) {
+	raw, err := json.Marshal(args)
+	g.Expect(err).NotTo(HaveOccurred())
+	// Written whole, as the kubelet swaps a downward API file.
+	g.Expect(os.WriteFile(path+".tmp", raw, 0o644)).To(Succeed())
+	g.Expect(os.Rename(path+".tmp", path)).To(Succeed())
+}
+
+// maxConns is memcached's -c as it reports it.
+func maxConns(g Gomega, addr string) string {
+	c, err := net.Dial("tcp", addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = fmt.Fprint(c, "stats settings\r\n")
+	g.Expect(err).NotTo(HaveOccurred())
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		g.Expect(err).NotTo(HaveOccurred())
+		if v, ok := strings.CutPrefix(line, "STAT maxconns "); ok {
+			return strings.TrimSpace(v)
+		}
+		g.Expect(line).NotTo(Equal("END\r\n"), "no maxconns in stats settings")
+	}
+}
+
+// TestNewOptionsRestartWarm: a changed args file ends the launcher with the
+// cache saved, exit code 0 (the kubelet starts the container again), and
+// the next launcher runs memcached with the new options on the same cache;
+// a file that does not parse is ignored until it does.
+func TestNewOptionsRestartWarm(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	argsFile := filepath.Join(dir, "args")
+	var args []string // the first run's, to change
+	addr, _, out := runWith(t, g, dir, func(l *Launcher) {
+		l.ArgsFile, l.poll = argsFile, 20*time.Millisecond
+		l.Args = append(l.Args, "-c", "1024")
+		args = slices.Clone(l.Args)
+	})
+	g.Expect(maxConns(g, addr)).To(Equal("1024"))
+	keys(g, addr, 500, true)
+
+	g.Expect(os.WriteFile(argsFile, []byte(`["-c", `), 0o644)).To(Succeed())
+	g.Consistently(out).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "a half-written file is not acted on")
+	args[len(args)-1] = "2048"
+	writeArgs(g, argsFile, args)
+	var o Outcome
+	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(&o))
+	g.Expect(o).To(And(HaveField("Saved", true), HaveField("ExitCode", 0)))
+	g.Expect(o.Message).To(ContainSubstring("options changed"))
+
+	addr, stop, out := runWith(t, g, dir, func(l *Launcher) {
+		l.ArgsFile = argsFile
+		l.Args = append(l.Args, "-c", "2048")
+	})
+	g.Expect(maxConns(g, addr)).To(Equal("2048"), "the new options")
+	g.Expect(keys(g, addr, 500, false)).To(Equal(500), "every key back")
+	stop <- syscall.SIGTERM
+	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+}
+
+// TestUnreadableArgsFile: without a command line there is nothing to run;
+// the container ends with the reason.
+func TestUnreadableArgsFile(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	g.Expect(os.WriteFile(filepath.Join(dir, "args"), []byte("-c 1024"), 0o644)).To(Succeed())
+	l := &Launcher{Memcached: "memcached", ArgsFile: filepath.Join(dir, "args"), MemoryFile: filepath.Join(dir, "memory"),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := l.Run(context.Background(), make(chan os.Signal))
+	g.Expect(o.ExitCode).To(Equal(2))
+	g.Expect(o.Message).To(ContainSubstring("no JSON array"))
 }

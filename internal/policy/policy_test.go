@@ -518,6 +518,62 @@ func TestValidateUpdate(t *testing.T) {
 	}
 }
 
+// TestWarmUpdateWarnings: a fleet with warm restarts is told which changes
+// restart memcached in place with its cache, which in place without it (a
+// setting its memory file was made with, in any spelling), and which
+// replace its pods.
+func TestWarmUpdateWarnings(t *testing.T) {
+	warm := func(more func(*cachev1alpha1.MemcachedSpec)) func(*cachev1alpha1.MemcachedSpec) {
+		return func(s *cachev1alpha1.MemcachedSpec) {
+			s.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+			s.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true, LauncherImage: ptr.To("operator:1")}
+			s.ExtraArgs = []string{"-o", "lru_crawler"}
+			if more != nil {
+				more(s)
+			}
+		}
+	}
+	cold := func(what string) string {
+		return policy.WarmColdWarning + what + ": each pod starts with an empty cache"
+	}
+	for _, tt := range []struct {
+		name string
+		new  func(*cachev1alpha1.MemcachedSpec)
+		want string
+	}{
+		{"image", func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:2") }, policy.WarmRestartWarning},
+		{"maxConnections", func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](4096) }, policy.WarmRestartWarning},
+		{"threads and verbosity", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](2); s.Verbosity = ptr.To[int32](1) }, policy.WarmRestartWarning},
+		{"an extraArgs option memcached restores under", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-R", "40"} }, policy.WarmRestartWarning},
+		{"maxItemSize", func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = ptr.To("2m") }, cold("maxItemSize")},
+		{"-C", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "-C") }, cold("extraArgs -C")},
+		{"--disable-cas", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "--disable-cas") }, cold("extraArgs -C")},
+		{"--disable-c, a prefix", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "--disable-c") }, cold("extraArgs -C")},
+		{"clustered -MC", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "-MC") }, cold("extraArgs -C")},
+		{"-f1.5 attached", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "-f1.5") }, cold("extraArgs -f")},
+		{"--slab-min-size=64", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = append(s.ExtraArgs, "--slab-min-size=64") }, cold("extraArgs -n")},
+		{"-o slab_chunk_max among others", func(s *cachev1alpha1.MemcachedSpec) {
+			s.ExtraArgs = []string{"-o", "lru_crawler,slab_chunk_max=262144"}
+		}, cold("extraArgs -o slab_chunk_max")},
+		{"two at once", func(s *cachev1alpha1.MemcachedSpec) {
+			s.MaxItemSize = ptr.To("2m")
+			s.ExtraArgs = append(s.ExtraArgs, "-o", "slab_reassign")
+		},
+			cold("maxItemSize, extraArgs -o slab_reassign")},
+		{"the memory limit: the pods are replaced", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](200) }, policy.RestartWarning},
+		{"pod labels: the pods are replaced", func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = map[string]string{"team": "a"} }, policy.RestartWarning},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, warnings := policy.ValidateUpdate(defaulted(warm(nil)), defaulted(warm(tt.new)), policy.Limits{MaxSize: 10})
+			g.Expect(warnings).To(ContainElement(tt.want))
+		})
+	}
+	g := NewWithT(t)
+	_, warnings := policy.ValidateUpdate(defaulted(nil), defaulted(func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](4096) }), policy.Limits{MaxSize: 10})
+	g.Expect(warnings).To(ContainElement(policy.RestartWarning), "without warm restarts, the pods are replaced")
+}
+
 // TestUpdatesThatNeverBlock: an object that a tightened rule now refuses can
 // still be labelled, have its finalizers removed, and be deleted.
 func TestUpdatesThatNeverBlock(t *testing.T) {

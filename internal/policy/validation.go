@@ -42,10 +42,6 @@ var ReservedPodLabels = []string{
 // classes.
 const MinWarmMemoryMB = 64
 
-// WarmRestartWarning is the warning of an update whose only change to
-// the pods is memcached's image, on a fleet with warm restarts.
-const WarmRestartWarning = "this change restarts memcached in each pod in place, one pod at a time; each keeps its cache (spec.warmRestart)"
-
 // RestartWarning is returned for an update that changes the pod template.
 const RestartWarning = "this change replaces every memcached pod, one at a time; each new pod starts with an empty cache"
 
@@ -103,12 +99,8 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 	errs := ValidateSize(field.NewPath("spec", "size"), mc.Spec.Size, oldMC.Spec.Size, limits)
 	errs = append(errs, Ratchet(Validate(mc), Validate(oldMC))...)
 	warnings := specWarnings(&oldMC.Spec, &mc.Spec)
-	switch {
-	case !restartsPods(&oldMC.Spec, &mc.Spec):
-	case WarmRestartEnabled(&oldMC.Spec) && WarmRestartEnabled(&mc.Spec) && onlyImageChanged(&oldMC.Spec, &mc.Spec):
-		warnings = append(warnings, WarmRestartWarning)
-	default:
-		warnings = append(warnings, RestartWarning)
+	if restartsPods(&oldMC.Spec, &mc.Spec) {
+		warnings = append(warnings, restartWarning(&oldMC.Spec, &mc.Spec))
 	}
 	return errs, warnings
 }
@@ -599,12 +591,6 @@ func specWarnings(oldSpec, spec *cachev1alpha1.MemcachedSpec) Warnings {
 
 // onlyImageChanged tells whether memcached's image is the one pod-template
 // field a change touches.
-func onlyImageChanged(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {
-	o := oldSpec.DeepCopy()
-	o.Image = spec.Image
-	return !restartsPods(o, spec)
-}
-
 // restartsPods tells whether a change alters the pod template, which rolls
 // every pod and so empties each one's cache in turn.
 func restartsPods(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {

@@ -59,6 +59,11 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		objs := renderSet(rel, ns, ciValues("default"))
 		installRBAC(ctx, objs)
+		for _, obj := range objs {
+			if warmPodsPolicy(obj) {
+				Expect(applyObject(ctx, k8sClient, obj)).To(Succeed())
+			}
+		}
 		_, c = as(ns, rel+"-memcached-operator")
 		owner = &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "guarded"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
 		Expect(k8sClient.Create(ctx, owner)).To(Succeed())
@@ -210,7 +215,7 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(c.Delete(ctx, stranger)).To(deniedBy("deletes only pods"))
 	})
 
-	It("lets the operator roll the pods of a fleet with warm restarts: memcached's image and the revision label, or the whole pod", func(ctx SpecContext) {
+	It("lets the operator roll the pods of a fleet with warm restarts: memcached's image and command line and the revision label, or the whole pod", func(ctx SpecContext) {
 		warm := func() *corev1.Pod {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("warm"),
 				Labels:      map[string]string{desired.LabelName: desired.NameValue, desired.LabelInstance: "guarded", desired.LabelManagedBy: desired.ManagedByValue, "controller-revision-hash": "r1"},
@@ -231,6 +236,31 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tolerations":[{"key":"x","operator":"Exists","effect":"NoSchedule"}]}}`)))).To(deniedBy("memcached's image"))
 		Expect(strategic(p, `{"metadata":{"labels":{"app.kubernetes.io/instance":"elsewhere"}}}`)).To(deniedBy("memcached's image"))
 		Expect(strategic(p, `{"metadata":{"annotations":{"`+desired.TemplateAnnotation+`":"t2"}}}`)).To(deniedBy("memcached's image"))
+		Expect(strategic(p, `{"metadata":{"annotations":{"`+desired.ArgsAnnotation+`":"[\"-c\",\"2048\"]","`+desired.RestartsAnnotation+`":"0"}}}`)).To(Succeed(),
+			"memcached's command line, in place")
+		Expect(strategic(p, `{"metadata":{"annotations":{"other":"x"}}}`)).To(deniedBy("memcached's image"))
 		Expect(c.Delete(ctx, p)).To(Succeed())
+
+		By("not the command line of a pod of a fleet without warm restarts")
+		fleet := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("cold"),
+			Labels: map[string]string{desired.LabelName: desired.NameValue, desired.LabelInstance: "guarded", desired.LabelManagedBy: desired.ManagedByValue}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}}}
+		Expect(k8sClient.Create(ctx, fleet)).To(Succeed())
+		Expect(strategic(fleet, `{"metadata":{"annotations":{"`+desired.ArgsAnnotation+`":"[]"}}}`)).To(deniedBy("memcached's image"))
+
+		By("and nobody else changes a warm pod's command line")
+		p = warm()
+		Expect(strategic(p, `{"metadata":{"annotations":{"`+desired.ArgsAnnotation+`":"[\"-c\",\"1024\",\"-Y\",\"/auth\"]"}}}`)).To(Succeed())
+		admin := func(patch string) error {
+			return k8sClient.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+		}
+		// In force once it refuses; each try a new command line, so that one
+		// admitted before then is no change to the next.
+		Eventually(func() error {
+			return admin(`{"metadata":{"annotations":{"` + desired.ArgsAnnotation + `":"[\"-c\",\"` + fresh("") + `\"]"}}}`)
+		}).WithTimeout(verbWait).Should(deniedBy("the operator's to change"), "authentication dropped by a pod patch")
+		Expect(admin(`{"metadata":{"annotations":{"` + desired.ArgsAnnotation + `":null}}}`)).To(deniedBy("the operator's to change"))
+		Expect(admin(`{"metadata":{"annotations":{"` + desired.RestartsAnnotation + `":"9"}}}`)).To(deniedBy("the operator's to change"))
+		Expect(admin(`{"metadata":{"annotations":{"team":"a"}}}`)).To(Succeed(), "other annotations stay anyone's")
 	})
 })

@@ -1,6 +1,10 @@
 package desired_test
 
 import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -11,6 +15,8 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/fleettest"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/test/specgen"
 )
 
 // TestBuildStatefulSet: stable pods are the Deployment's pods, named by
@@ -55,9 +61,10 @@ func warm(s *cachev1alpha1.MemcachedSpec) {
 }
 
 // TestWarmStatefulSet: with warm restarts memcached runs under the
-// launcher on a memory file of a memory-backed volume sized to -m, the
-// operator rolls the pods (OnDelete), and the pods' template annotation
-// names everything but memcached's image.
+// launcher on a memory file of a memory-backed volume sized to -m, its
+// command line in an annotation the launcher reads through a downward API
+// file, the operator rolls the pods (OnDelete), and the pods' template
+// annotation names everything but memcached's image and command line.
 func TestWarmStatefulSet(t *testing.T) {
 	g := NewWithT(t)
 	mc, spec := fleettest.NewMemcached(warm)
@@ -68,8 +75,14 @@ func TestWarmStatefulSet(t *testing.T) {
 	g.Expect(pod.InitContainers).To(ConsistOf(And(HaveField("Name", desired.LauncherInstallContainerName), HaveField("Image", "operator:test"),
 		HaveField("Command", []string{"/memcached-launcher", "--install=/opt/memcached-operator/memcached-launcher"}))))
 	c := pod.Containers[0]
-	g.Expect(c.Command).To(Equal([]string{"/opt/memcached-operator/memcached-launcher", "--memory-file=/var/lib/memcached/memory", "--"}))
-	g.Expect(c.Args).To(Equal([]string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-e", "/var/lib/memcached/memory"}))
+	g.Expect(c.Command).To(Equal([]string{"/opt/memcached-operator/memcached-launcher", "--memory-file=/var/lib/memcached/memory", "--args-file=/etc/memcached-args/args"}))
+	g.Expect(c.Args).To(BeEmpty())
+	g.Expect(set.Spec.Template.Annotations).To(HaveKeyWithValue(desired.ArgsAnnotation,
+		`["-p","11211","-m","64","-c","1024","-t","4","-I","1m","-e","/var/lib/memcached/memory"]`))
+	g.Expect(c.VolumeMounts).To(ContainElement(And(HaveField("Name", "memcached-args"), HaveField("MountPath", "/etc/memcached-args"), HaveField("ReadOnly", true))))
+	g.Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "memcached-args"),
+		HaveField("DownwardAPI.Items", ConsistOf(And(HaveField("Path", "args"),
+			HaveField("FieldRef.FieldPath", "metadata.annotations['memcached.cache.example.com/args']")))))))
 	g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue(), "the memory file is on its own volume")
 	var memory *corev1.Volume
 	for i := range pod.Volumes {
@@ -91,9 +104,68 @@ func TestWarmStatefulSet(t *testing.T) {
 	g.Expect(same).NotTo(BeEmpty())
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:other") })).To(Equal(same), "an image change can be made in place")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) })).To(Equal(same), "the size is not the pods'")
-	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](2048) })).NotTo(Equal(same), "a pod's command line cannot change in place")
+	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](2048) })).To(Equal(same), "a command line change is made in place")
+	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](128) })).NotTo(Equal(same), "the memory file's volume is sized to -m")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = map[string]string{"a": "b"} })).NotTo(Equal(same))
 
 	_, plain := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet) })
 	g.Expect(desired.Args(plain)).NotTo(ContainElement("-e"), "no memory file without warm restarts")
+}
+
+// TestWarmWarningsMatchTheTemplate: for generated pairs of valid warm
+// specs, one a mix of the other's fields and a third's, an update whose
+// pods' template annotation (which the rollout compares) changes is always
+// warned that it replaces the pods: a change said to be made in place, or
+// not said to touch the pods, never empties a cache. (The warning may
+// speak of a replacement for a change the builder resolves to the same
+// pods: an explicit value equal to the one derived.)
+func TestWarmWarningsMatchTheTemplate(t *testing.T) {
+	g := NewWithT(t)
+	r := rand.New(rand.NewPCG(28, 1))
+	cfg := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:test"}
+	warmValid := func(mc *cachev1alpha1.Memcached) bool {
+		mc.Name, mc.Namespace = "cache", "ns"
+		mc.Spec.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+		mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
+		policy.Default(&mc.Spec, cfg)
+		errs, _ := policy.ValidateCreate(mc, policy.Limits{MaxSize: 1000})
+		return len(errs) == 0 && len(policy.ValidateResolved(policy.Resolve(&mc.Spec, cfg))) == 0
+	}
+	hash := func(mc *cachev1alpha1.Memcached) string {
+		set := &appsv1.StatefulSet{}
+		g.Expect(fleettest.RoundTrip(desired.StatefulSet(mc, policy.Resolve(&mc.Spec, cfg)), set)).To(Succeed())
+		return set.Spec.Template.Annotations[desired.TemplateAnnotation]
+	}
+	inPlace, replaced := 0, 0
+	for tries := 0; tries < 20000 && (inPlace < 100 || replaced < 100); tries++ {
+		old, other := specgen.Random(r, 160), specgen.Random(r, 160)
+		if !warmValid(old) {
+			continue
+		}
+		// The new spec takes each field from the other spec with odds of
+		// one in six, the port (immutable) never.
+		mixed := old.DeepCopy()
+		dst, src := reflect.ValueOf(&mixed.Spec).Elem(), reflect.ValueOf(&other.Spec).Elem()
+		for i := range dst.NumField() {
+			if dst.Type().Field(i).Name != "Port" && r.IntN(6) == 0 {
+				dst.Field(i).Set(src.Field(i))
+			}
+		}
+		if !warmValid(mixed) {
+			continue
+		}
+		_, warnings := policy.ValidateUpdate(old, mixed, policy.Limits{MaxSize: 1000})
+		inPlaceSaid := slices.ContainsFunc(warnings, func(w string) bool {
+			return w == policy.WarmRestartWarning || strings.HasPrefix(w, policy.WarmColdWarning)
+		})
+		replacedSaid := slices.Contains(warnings, policy.RestartWarning)
+		if hash(old) != hash(mixed) {
+			g.Expect(replacedSaid).To(BeTrue(), "pods replaced, but the warnings %q say otherwise for\nold %+v\nnew %+v", warnings, old.Spec, mixed.Spec)
+			replaced++
+		} else if inPlaceSaid {
+			inPlace++
+		}
+	}
+	g.Expect(inPlace).To(BeNumerically(">=", 50), "changes made in place drawn")
+	g.Expect(replaced).To(BeNumerically(">=", 50), "changes that replace pods drawn")
 }

@@ -24,15 +24,24 @@ const (
 	launcherVolumeName = "launcher"
 	launcherMountPath  = "/opt/memcached-operator"
 	launcherPath       = launcherMountPath + "/memcached-launcher"
+	argsVolumeName     = "memcached-args"
+	argsMountPath      = "/etc/memcached-args"
+	argsFile           = argsMountPath + "/args"
 	// LauncherInstallContainerName is the init container that copies the launcher.
 	LauncherInstallContainerName = "install-launcher"
 )
 
 // TemplateAnnotation is the annotation of a warm fleet's pods that names
-// their template less memcached's image: a pod whose value is the current
-// template's differs from it in the image alone, which the operator then
-// changes in place.
+// their template less memcached's image and command line: a pod whose value
+// is the current template's differs from it in those alone, which the
+// operator then changes in place.
 const TemplateAnnotation = "memcached.cache.example.com/pod-template"
+
+// ArgsAnnotation holds memcached's command line, a JSON array, in a warm
+// fleet's pods: the launcher reads it through a downward API file, so that
+// a change of options is a change of the pod, made in place, and not a new
+// pod with an empty cache.
+const ArgsAnnotation = "memcached.cache.example.com/args"
 
 // warmPod adds the memory file and the launcher to a pod of a fleet with
 // warm restarts, and the annotation that tells which of its pods can take
@@ -40,6 +49,9 @@ const TemplateAnnotation = "memcached.cache.example.com/pod-template"
 func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha1.MemcachedSpec) {
 	pod := tpl.Spec
 	pod.WithVolumes(
+		corev1ac.Volume().WithName(argsVolumeName).WithDownwardAPI(corev1ac.DownwardAPIVolumeSource().
+			WithItems(corev1ac.DownwardAPIVolumeFile().WithPath("args").
+				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.annotations['"+ArgsAnnotation+"']")))),
 		corev1ac.Volume().WithName(memoryVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithMedium(corev1.StorageMediumMemory).
 			// The file is -m megabytes, its metadata a few kilobytes.
@@ -56,16 +68,23 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 		WithSecurityContext(restrictedContainer()))
 	for i := range pod.Containers {
 		if c := &pod.Containers[i]; *c.Name == containerName {
-			c.WithCommand(launcherPath, "--memory-file="+memoryFile, "--").
+			c.Args = nil
+			c.WithCommand(launcherPath, "--memory-file="+memoryFile, "--args-file="+argsFile).
 				WithVolumeMounts(
 					corev1ac.VolumeMount().WithName(memoryVolumeName).WithMountPath(memoryMountPath),
-					corev1ac.VolumeMount().WithName(launcherVolumeName).WithMountPath(launcherMountPath).WithReadOnly(true))
+					corev1ac.VolumeMount().WithName(launcherVolumeName).WithMountPath(launcherMountPath).WithReadOnly(true),
+					corev1ac.VolumeMount().WithName(argsVolumeName).WithMountPath(argsMountPath).WithReadOnly(true))
 		}
 	}
+	args, err := json.Marshal(Args(spec))
+	if err != nil {
+		panic("memcached's arguments do not encode: " + err.Error())
+	}
+	tpl.WithAnnotations(map[string]string{ArgsAnnotation: string(args)})
 	tpl.WithAnnotations(map[string]string{TemplateAnnotation: templateHash(tpl)})
 }
 
-// templateHash names a pod template less memcached's image.
+// templateHash names a pod template less memcached's image and command line.
 func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t := &corev1.PodTemplateSpec{}
 	raw, err := json.Marshal(tpl)
@@ -76,6 +95,7 @@ func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
 		panic("a pod template that does not encode: " + err.Error())
 	}
 	delete(t.Annotations, TemplateAnnotation)
+	delete(t.Annotations, ArgsAnnotation)
 	for i := range t.Spec.Containers {
 		if t.Spec.Containers[i].Name == containerName {
 			t.Spec.Containers[i].Image = ""

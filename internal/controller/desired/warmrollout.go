@@ -10,18 +10,27 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// RestartsAnnotation records, on a warm fleet's pod whose command line
+// the operator changed in place, how many restarts its memcached container
+// had then: the change is done once the container has restarted since.
+const RestartsAnnotation = "memcached.cache.example.com/restarts"
+
 // WarmStep is what the rollout of a fleet with warm restarts does next:
-// change one pod's image in place (InPlace), replace one pod (not
-// InPlace), or, with no Pod, nothing; Wait then says why, if there is
-// something left to do.
+// change one pod's image and command line in place (InPlace), replace one
+// pod (not InPlace), or, with no Pod, nothing; Wait then says why, if
+// there is something left to do.
 type WarmStep struct {
 	Pod      string
 	InPlace  bool
 	Image    string
 	Revision string
+	// Args, when not empty, is the pod's new ArgsAnnotation, and Restarts
+	// its memcached container's restarts before it (RestartsAnnotation).
+	Args     string
+	Restarts int32
 	Wait     string
-	// Restarting counts the pods whose memcached does not run the image
-	// their spec names yet: changed in place, and not restarted.
+	// Restarting counts the pods changed in place whose memcached has not
+	// restarted with the change yet.
 	Restarting int
 }
 
@@ -48,7 +57,7 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 			continue
 		}
 		live = append(live, member{ordinal, p})
-		if !runsItsImage(p) {
+		if !runsItsImage(p) || !restartedSinceArgs(p) {
 			step.Restarting++
 		}
 		if !podReady(p) || !memcachedReady(p) {
@@ -82,8 +91,32 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 				step.Image = c.Image
 			}
 		}
+		if args := set.Spec.Template.Annotations[ArgsAnnotation]; args != p.Annotations[ArgsAnnotation] {
+			step.Args, step.Restarts = args, memcachedRestarts(p)
+		}
 	}
 	return step
+}
+
+// restartedSinceArgs tells whether a pod's memcached container restarted
+// since the operator last changed its command line (the launcher ends it
+// on the change, and the kubelet starts it again with the new one).
+func restartedSinceArgs(p *corev1.Pod) bool {
+	v, ok := p.Annotations[RestartsAnnotation]
+	if !ok {
+		return true
+	}
+	before, err := strconv.ParseInt(v, 10, 32)
+	return err != nil || memcachedRestarts(p) > int32(before)
+}
+
+func memcachedRestarts(p *corev1.Pod) int32 {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == containerName {
+			return c.RestartCount
+		}
+	}
+	return 0
 }
 
 // Ordinal is the ordinal of a StatefulSet's pod, from its name.

@@ -33,6 +33,18 @@ func warmPod(ordinal int, rev, tpl, specImage, running string, ready bool) corev
 	}
 }
 
+// withArgs gives a pod memcached's command line and, when restarts is not
+// empty, the restarts its container had when the command line changed, and
+// the restarts it has now.
+func withArgs(p corev1.Pod, args, restarts string, count int32) corev1.Pod {
+	p.Annotations[desired.ArgsAnnotation] = args
+	if restarts != "" {
+		p.Annotations[desired.RestartsAnnotation] = restarts
+	}
+	p.Status.ContainerStatuses[0].RestartCount = count
+	return p
+}
+
 func TestNextWarmStep(t *testing.T) {
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
@@ -48,6 +60,7 @@ func TestNextWarmStep(t *testing.T) {
 	done := func(i int) corev1.Pod {
 		return warmPod(i, "r2", "t1", "memcached:new", "docker.io/library/memcached:new", true)
 	}
+	newArgs := func(s *appsv1.StatefulSet) { s.Spec.Template.Annotations[desired.ArgsAnnotation] = `["-c","2048"]` }
 	for _, tt := range []struct {
 		name    string
 		pods    []corev1.Pod
@@ -82,6 +95,18 @@ func TestNextWarmStep(t *testing.T) {
 		{name: "a pod from before warm restarts (no annotation) is replaced",
 			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r1", "", "memcached:old", "memcached:old", true)},
 			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
+		{name: "a new command line is set in place, with the restarts its memcached had before",
+			pods:   []corev1.Pod{old(0), old(1), withArgs(old(2), `["-c","1024"]`, "", 3)},
+			mutate: newArgs,
+			want:   desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`, Restarts: 3}},
+		{name: "the pod counts as restarting until its memcached restarted with the new command line",
+			pods:   []corev1.Pod{old(0), old(1), withArgs(done(2), `["-c","2048"]`, "3", 3)},
+			mutate: newArgs,
+			want:   desired.WarmStep{Wait: "waiting for every pod to serve before the next one restarts", Restarting: 1}},
+		{name: "then the next pod",
+			pods:   []corev1.Pod{withArgs(old(0), `["-c","1024"]`, "", 0), withArgs(old(1), `["-c","1024"]`, "", 0), withArgs(done(2), `["-c","2048"]`, "3", 4)},
+			mutate: newArgs,
+			want:   desired.WarmStep{Pod: "cache-1", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`}},
 		{name: "nothing left to do",
 			pods: []corev1.Pod{done(0), done(1), done(2)},
 			want: desired.WarmStep{}},

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
 )
 
 // workloadObject is an empty object of the kind that runs mc's pods.
@@ -145,12 +146,31 @@ func podsLikeStatefulSet(mc *cachev1alpha1.Memcached, rev string, ordinals ...in
 // images its spec names, and it is ready.
 func kubeletRuns(pod *corev1.Pod) {
 	GinkgoHelper()
+	kubeletStatus(pod, false)
+}
+
+// kubeletRestarts is kubeletRuns after memcached's container restarted
+// (the launcher ends it on a new command line).
+func kubeletRestarts(pod *corev1.Pod) {
+	GinkgoHelper()
+	kubeletStatus(pod, true)
+}
+
+func kubeletStatus(pod *corev1.Pod, restarted bool) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, key(pod), pod)).To(Succeed())
+		restarts := map[string]int32{}
+		for _, c := range pod.Status.ContainerStatuses {
+			restarts[c.Name] = c.RestartCount
+		}
+		if restarted {
+			restarts["memcached"]++
+		}
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		pod.Status.ContainerStatuses = nil
 		for _, c := range pod.Spec.Containers {
-			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true, RestartCount: restarts[c.Name]})
 		}
 		g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 	}).Should(Succeed())
@@ -186,6 +206,10 @@ func podOf(mc *cachev1alpha1.Memcached, i int) func(Gomega) *corev1.Pod {
 	}
 }
 
+func argsOf(mc *cachev1alpha1.Memcached, i int) func(Gomega) string {
+	return func(g Gomega) string { return podOf(mc, i)(g).Annotations[desired.ArgsAnnotation] }
+}
+
 func imageOf(mc *cachev1alpha1.Memcached, i int) func(Gomega) string {
 	return func(g Gomega) string { return podOf(mc, i)(g).Spec.Containers[0].Image }
 }
@@ -194,7 +218,7 @@ var _ = Describe("A fleet with warm restarts", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	It("changes an image in place one pod at a time, highest ordinal first, each after the one before runs it; any other change replaces pods one at a time", func() {
+	It("changes an image or a command line in place one pod at a time, highest ordinal first, each after the one before restarted; any other change replaces pods one at a time", func() {
 		mc := stableSample(ns, 3)
 		mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
@@ -229,16 +253,33 @@ var _ = Describe("A fleet with warm restarts", func() {
 		setAt(mc, "r2", 3)
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		By("a change of memcached's command line: the pod is replaced, the highest ordinal first, one at a time")
+		By("a change of memcached's command line: in place too, the next pod only once memcached restarted with it")
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed())
-		Eventually(func(g Gomega) []string { return statefulSetOf(mc)(g).Spec.Template.Spec.Containers[0].Args }).Should(ContainElement("2048"))
+		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Annotations[desired.ArgsAnnotation] }).Should(ContainSubstring(`"2048"`))
 		setAt(mc, "r3", 0)
+		Eventually(argsOf(mc, 2)).Should(ContainSubstring(`"2048"`))
+		Expect(podOf(mc, 2)(Default).Annotations).To(HaveKeyWithValue(desired.RestartsAnnotation, "0"))
+		kubeletRuns(podOf(mc, 2)(Default))
+		Consistently(argsOf(mc, 1)).WithTimeout(time.Second).ShouldNot(ContainSubstring(`"2048"`), "memcached-sample-2 has not restarted with its new command line")
+		kubeletRestarts(podOf(mc, 2)(Default))
+		Eventually(argsOf(mc, 1)).Should(ContainSubstring(`"2048"`))
+		kubeletRestarts(podOf(mc, 1)(Default))
+		Eventually(argsOf(mc, 0)).Should(ContainSubstring(`"2048"`))
+		kubeletRestarts(podOf(mc, 0)(Default))
+		Expect(podOf(mc, 2)(Default).UID).To(Equal(uid), "the same pod, with its memory file")
+		setAt(mc, "r3", 3)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("any other change of the pods: replaced, the highest ordinal first, one at a time")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"podAnnotations":{"rollout":"1"}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) map[string]string { return statefulSetOf(mc)(g).Spec.Template.Annotations }).Should(HaveKey("rollout"))
+		setAt(mc, "r4", 0)
 		Eventually(func() bool {
 			p := &corev1.Pod{}
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-2"}, p))
 		}).Should(BeTrue())
 		Consistently(func(g Gomega) types.UID { return podOf(mc, 1)(g).UID }).WithTimeout(time.Second).ShouldNot(BeEmpty(), "one pod at a time")
-		podsLikeStatefulSet(mc, "r3", 2)
+		podsLikeStatefulSet(mc, "r4", 2)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
 		}).Should(BeTrue())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +21,9 @@ import (
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=delete
 
 // rollWarm takes the next step of the rollout of a fleet with warm
-// restarts, whose StatefulSet leaves its pods alone (OnDelete): an image
-// changed in place, where the pod keeps its memory file, or a pod
-// replaced, one at a time (desired.NextWarmStep). The pod's events bring the
+// restarts, whose StatefulSet leaves its pods alone (OnDelete): an image or
+// a command line changed in place, where the pod keeps its memory file, or
+// a pod replaced, one at a time (desired.NextWarmStep). The pod's events bring the
 // pass that takes the step after.
 func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.StatefulSet) error {
 	list := &corev1.PodList{}
@@ -57,13 +58,20 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 		}
 		return nil
 	}
-	log.Info("Restarting memcached in place with a new image; the pod keeps its cache", "image", step.Image)
+	log.Info("Restarting memcached in place with its new image and command line; the pod keeps its cache", "image", step.Image, "newCommandLine", step.Args != "")
+	meta := map[string]any{
+		"labels":          map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision},
+		"resourceVersion": pod.ResourceVersion,
+	}
+	if step.Args != "" {
+		meta["annotations"] = map[string]string{
+			desired.ArgsAnnotation:     step.Args,
+			desired.RestartsAnnotation: strconv.Itoa(int(step.Restarts)),
+		}
+	}
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"labels":          map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision},
-			"resourceVersion": pod.ResourceVersion,
-		},
-		"spec": map[string]any{"containers": []map[string]string{{"name": desired.MemcachedContainer, "image": step.Image}}},
+		"metadata": meta,
+		"spec":     map[string]any{"containers": []map[string]string{{"name": desired.MemcachedContainer, "image": step.Image}}},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+)
+
+// WarmRestartWarning is the warning of an update that a fleet with warm
+// restarts takes in place: memcached's image or command line alone.
+const WarmRestartWarning = "this change restarts memcached in each pod in place, one pod at a time; each keeps its cache (spec.warmRestart)"
+
+// WarmColdWarning begins the warning of an update taken in place that
+// changes a setting memcached's memory file was made with: memcached then
+// refuses the saved cache and starts empty.
+const WarmColdWarning = "this change restarts memcached in each pod in place, one pod at a time, but memcached cannot restore a cache made with another "
+
+// memoryFileOptions are the extraArgs memcached records with a memory
+// file and compares on a warm restart, beside -m and -I: the slab layout
+// and CAS. A change to one makes memcached start with an empty cache.
+var (
+	memoryFileShorts   = []byte{'C', 'f', 'n'}
+	memoryFileExtended = []string{"slab_chunk_max", "slab_sizes", "slab_reassign"}
+)
+
+// warmInPlace tells whether a fleet with warm restarts takes a change in
+// place: one that touches the pods only through memcached's image and
+// command line (the options no other part of the pod depends on).
+func warmInPlace(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {
+	o := oldSpec.DeepCopy()
+	o.Image, o.MaxConnections, o.Threads, o.Verbosity, o.MaxItemSize, o.ExtraArgs =
+		spec.Image, spec.MaxConnections, spec.Threads, spec.Verbosity, spec.MaxItemSize, spec.ExtraArgs
+	return !restartsPods(o, spec)
+}
+
+// memoryFileChanges names the settings a change of a warm fleet alters that
+// its memory file was made with.
+func memoryFileChanges(oldSpec, spec *cachev1alpha1.MemcachedSpec) []string {
+	var changed []string
+	if ptr.Deref(oldSpec.MaxItemSize, "") != ptr.Deref(spec.MaxItemSize, "") {
+		changed = append(changed, "maxItemSize")
+	}
+	before, after := memoryFileArgs(oldSpec.ExtraArgs), memoryFileArgs(spec.ExtraArgs)
+	for _, name := range sortedKeys(before, after) {
+		b, inBefore := before[name]
+		a, inAfter := after[name]
+		if inBefore != inAfter || b != a {
+			changed = append(changed, "extraArgs "+name)
+		}
+	}
+	return changed
+}
+
+// memoryFileArgs are the values of the memoryFileOptions in extraArgs, by
+// name ("-C", "-o slab_chunk_max"); the last one counts, as for memcached.
+func memoryFileArgs(args []string) map[string]string {
+	opts, _ := ParseArgs(field.NewPath("extraArgs"), args)
+	out := map[string]string{}
+	for _, o := range opts {
+		switch {
+		case slices.Contains(memoryFileShorts, o.Short):
+			out["-"+string(o.Short)] = o.Value
+		case o.Short == 'o':
+			for _, kv := range strings.Split(o.Value, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				if slices.Contains(memoryFileExtended, k) {
+					out["-o "+k] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(maps ...map[string]string) []string {
+	var keys []string
+	for _, m := range maps {
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// restartWarning is the warning of an update that changes the pods.
+func restartWarning(oldSpec, spec *cachev1alpha1.MemcachedSpec) string {
+	if !WarmRestartEnabled(oldSpec) || !WarmRestartEnabled(spec) || !warmInPlace(oldSpec, spec) {
+		return RestartWarning
+	}
+	if changed := memoryFileChanges(oldSpec, spec); len(changed) > 0 {
+		return WarmColdWarning + strings.Join(changed, ", ") + ": each pod starts with an empty cache"
+	}
+	return WarmRestartWarning
+}
