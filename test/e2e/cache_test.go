@@ -220,8 +220,11 @@ spec:
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
-	It("measures a maxConnections change", func() {
-		measure("maxConnections change", patchBoth(`{"spec":{"maxConnections":2048}}`), nil)
+	It("restarts a warm fleet's memcached in place on a maxConnections change: every pod keeps its cache", func() {
+		uids := podUIDsOf(ctx, "warm")
+		got := measure("maxConnections change", patchBoth(`{"spec":{"maxConnections":2048}}`), nil)
+		Expect(podUIDsOf(ctx, "warm")).To(Equal(uids), "the same pods, restarted in place")
+		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
 	It("measures a memory limit raised", func() {

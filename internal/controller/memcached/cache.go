@@ -98,6 +98,11 @@ func placementOnly(in any) (any, error) {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[desired.TemplateAnnotation] = tpl
+		for _, k := range []string{desired.ArgsAnnotation, desired.RestartsAnnotation} {
+			if v, ok := p.Annotations[k]; ok {
+				out.Annotations[k] = v
+			}
+		}
 		for _, c := range p.Spec.Containers {
 			if c.Name == desired.MemcachedContainer {
 				out.Spec.Containers = []corev1.Container{{Name: c.Name, Image: c.Image}}
@@ -105,7 +110,7 @@ func placementOnly(in any) (any, error) {
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Name == desired.MemcachedContainer {
-				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Ready: c.Ready}}
+				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Ready: c.Ready, RestartCount: c.RestartCount}}
 			}
 		}
 	}

@@ -92,3 +92,25 @@ func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{}
 	g.Expect(status.AuthFromPods([]corev1.Pod{deleting})).To(Equal(&status.AuthObservation{}), "a pod going away is not waited for")
 }
+
+// TestPlacementOnlyKeepsTheWarmRollout: a pod of a fleet with warm
+// restarts keeps in the cache all that its rollout reads (template,
+// command line, restarts before it, memcached's images and restarts), and
+// a restart of memcached or a new command line is an event.
+func TestPlacementOnlyKeepsTheWarmRollout(t *testing.T) {
+	g := NewWithT(t)
+	warm := func(args string, restarts int32) *corev1.Pod {
+		return stripped(g, fleettest.Pod("a", "", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{desired.TemplateAnnotation: "t1", desired.ArgsAnnotation: args, desired.RestartsAnnotation: "2", "other": "dropped"}
+			p.Spec.Containers = []corev1.Container{{Name: "memcached", Image: "memcached:1.6", Args: []string{"dropped"}}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6", Ready: true, RestartCount: restarts}}
+		}))
+	}
+	before := warm(`["-c","1024"]`, 2)
+	g.Expect(before.Annotations).To(Equal(map[string]string{desired.TemplateAnnotation: "t1", desired.ArgsAnnotation: `["-c","1024"]`, desired.RestartsAnnotation: "2"}))
+	g.Expect(before.Spec.Containers).To(Equal([]corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}))
+	g.Expect(before.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6", Ready: true, RestartCount: 2}}))
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","1024"]`, 3)})).To(BeTrue(), "memcached restarted")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","2048"]`, 2)})).To(BeTrue(), "a new command line")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","1024"]`, 2)})).To(BeFalse())
+}

@@ -188,8 +188,8 @@ func indexSliceFleet(o client.Object) []string {
 }
 
 // warmRolloutState is what desired.NextWarmStep reads of a pod of a fleet
-// with warm restarts (its revision, readiness and memcached's images);
-// empty for any other pod.
+// with warm restarts (its revision, readiness, memcached's images, command
+// line and restarts); empty for any other pod.
 func warmRolloutState(o client.Object) string {
 	p, ok := o.(*corev1.Pod)
 	if !ok {
@@ -198,12 +198,13 @@ func warmRolloutState(o client.Object) string {
 	if _, warm := p.Annotations[desired.TemplateAnnotation]; !warm {
 		return ""
 	}
-	state := fmt.Sprintf("%s/%t", p.Labels[appsv1.ControllerRevisionHashLabelKey], status.PodReady(p))
+	state := fmt.Sprintf("%s/%t/%s/%s", p.Labels[appsv1.ControllerRevisionHashLabelKey], status.PodReady(p),
+		p.Annotations[desired.ArgsAnnotation], p.Annotations[desired.RestartsAnnotation])
 	for _, c := range p.Spec.Containers {
 		state += "/" + c.Image
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		state += fmt.Sprintf("/%s/%t", c.Image, c.Ready)
+		state += fmt.Sprintf("/%s/%t/%d", c.Image, c.Ready, c.RestartCount)
 	}
 	return state
 }
