@@ -264,6 +264,19 @@ spec:
 		}, nil)
 	})
 
+	It("scales a stable fleet down from its highest ordinal: the first servers of a client's list stay", func() {
+		mustRun(kubectl("patch", "memcached", "warm", "-n", cacheNamespace, "--type=merge", "-p", `{"spec":{"size":2}}`))
+		fleetReadyIn(cacheNamespace, "warm", 2)
+		Eventually(func() []string { return podNamesOf(ctx, "warm") }).WithTimeout(wait).Should(Equal([]string{"warm-0", "warm-1"}))
+		Eventually(func(g Gomega) []string {
+			mc, err := getMemcached(cacheNamespace, "warm")
+			g.Expect(err).NotTo(HaveOccurred())
+			return mc.Status.Servers
+		}).WithTimeout(wait).Should(Equal([]string{"warm-0.warm." + cacheNamespace + ".svc:11211", "warm-1.warm." + cacheNamespace + ".svc:11211"}))
+		mustRun(kubectl("patch", "memcached", "warm", "-n", cacheNamespace, "--type=merge", "-p", `{"spec":{"size":3}}`))
+		fleetReadyIn(cacheNamespace, "warm", cacheSize)
+	})
+
 	It("keeps every key of both fleets through an operator restart", func() {
 		got := measure("operator restart", func() {
 			mustRun(kubectl("rollout", "restart", "deployment", "-n", operatorNamespace, "-l", operatorSelector))

@@ -44,6 +44,7 @@ type memcachedView struct {
 	Spec     map[string]any    `json:"spec"`
 	Status   struct {
 		Nodes         []string           `json:"nodes"`
+		Servers       []string           `json:"servers"`
 		ReadyReplicas int32              `json:"readyReplicas"`
 		Conditions    []metav1.Condition `json:"conditions"`
 	} `json:"status"`

@@ -37,7 +37,7 @@ type scope struct {
 	// servers are the ready pods' host:port addresses of a StatefulSet fleet.
 	servers []string
 	// restarting counts the pods of a warm fleet changed in place whose
-	// memcached has not restarted on the new image yet.
+	// memcached has not restarted with the change yet.
 	restarting int
 	// rolloutWait says why the rollout of a warm fleet waits, if it does.
 	rolloutWait string

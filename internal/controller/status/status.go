@@ -25,8 +25,8 @@ type Observation struct {
 	Deployment *appsv1.Deployment
 	// StatefulSet is the same for a fleet whose workload is StatefulSet.
 	StatefulSet *appsv1.StatefulSet
-	// Restarting counts the pods of a fleet with warm restarts whose image
-	// was changed in place and whose memcached has not restarted on it yet.
+	// Restarting counts the pods of a fleet with warm restarts changed in
+	// place (image or command line) whose memcached has not restarted yet.
 	Restarting int
 	// RolloutWait says why the rollout of a fleet with warm restarts
 	// takes no step now, if it does not.
@@ -203,7 +203,7 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 		if current {
 			progressMsg = fmt.Sprintf("%d of %d pods run the current spec, %d pods in all, %d available", ds.updated, size, ds.replicas, ds.available)
 			if o.Restarting > 0 {
-				progressMsg += fmt.Sprintf("; %d restarting memcached in place with a new image", o.Restarting)
+				progressMsg += fmt.Sprintf("; %d restarting memcached in place", o.Restarting)
 			}
 			if o.RolloutWait != "" && !rolledOut {
 				progressMsg += "; " + o.RolloutWait
