@@ -96,6 +96,13 @@ func keys(g Gomega, addr string, n int, set bool) int {
 	return found
 }
 
+// stopSaved stops the launcher as the kubelet does and expects the cache
+// saved.
+func stopSaved(g Gomega, stop chan os.Signal, out <-chan Outcome) {
+	stop <- syscall.SIGTERM
+	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+}
+
 func tempDir(t *testing.T, g Gomega) string {
 	dir := t.TempDir()
 	// memcached drops to nobody when the tests run as root: it must write the file.
@@ -121,8 +128,7 @@ func TestStopKeepsTheCache(t *testing.T) {
 
 	addr, stop, out = run(t, g, dir, nil)
 	g.Expect(keys(g, addr, 1000, false)).To(Equal(1000), "every key back")
-	stop <- syscall.SIGTERM
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+	stopSaved(g, stop, out)
 }
 
 // TestCrashStartsCold: a memcached killed without the chance to save (a
@@ -143,8 +149,7 @@ func TestCrashStartsCold(t *testing.T) {
 
 	addr, stop, out := run(t, g, dir, nil)
 	g.Expect(keys(g, addr, 100, false)).To(BeZero(), "a cache that was not saved is not trusted")
-	stop <- syscall.SIGTERM
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+	stopSaved(g, stop, out)
 }
 
 // TestInstall copies the running binary, executable, where asked.
@@ -221,8 +226,7 @@ func TestNewOptionsRestartWarm(t *testing.T) {
 	})
 	g.Expect(maxConns(g, addr)).To(Equal("2048"), "the new options")
 	g.Expect(keys(g, addr, 500, false)).To(Equal(500), "every key back")
-	stop <- syscall.SIGTERM
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+	stopSaved(g, stop, out)
 }
 
 // TestUnreadableArgsFile: without a command line there is nothing to run;
