@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
@@ -148,6 +151,8 @@ spec:
 		}
 		AddReportEntry("keys kept through changes", b.String())
 		GinkgoWriter.Print(b.String())
+		// For docs/keeping-the-cache.md: the table of the last run.
+		Expect(os.WriteFile(filepath.Join(testbedDir(), "cache-kept.md"), []byte(b.String()), 0o644)).To(Succeed())
 		mustRun(kubectl("delete", "namespace", cacheNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
@@ -277,6 +282,14 @@ spec:
 		fleetReadyIn(cacheNamespace, "warm", cacheSize)
 	})
 
+	It("fills a warm pod past its item memory without an OOM kill: the memory file is the item memory, counted once", func() {
+		before, _ := memcachedRestarts(ctx, "warm-0")
+		out := probeArgs(ctx, cacheNamespace, "fill", "fill", "warm-0.warm."+cacheNamespace+".svc.cluster.local:11211", "300")
+		Expect(out).To(MatchRegexp(`fill stored=4800 evictions=[1-9]`), "every value stored, the oldest evicted: memcached's item memory was full")
+		restarts, reason := memcachedRestarts(ctx, "warm-0")
+		Expect(restarts).To(Equal(before), "memcached ran on, last ended: %q", reason)
+	})
+
 	It("keeps every key of both fleets through an operator restart", func() {
 		got := measure("operator restart", func() {
 			mustRun(kubectl("rollout", "restart", "deployment", "-n", operatorNamespace, "-l", operatorSelector))
@@ -287,6 +300,24 @@ spec:
 		}
 	})
 })
+
+// memcachedRestarts is the restart count of the memcached container of a
+// fleet's pod, and why it last ended, if it did.
+func memcachedRestarts(ctx context.Context, pod string) (int32, string) {
+	GinkgoHelper()
+	p := &corev1.Pod{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cacheNamespace, Name: pod}, p)).To(Succeed())
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == "memcached" {
+			reason := ""
+			if t := c.LastTerminationState.Terminated; t != nil {
+				reason = t.Reason
+			}
+			return c.RestartCount, reason
+		}
+	}
+	return 0, ""
+}
 
 // nodeNames names every node, for the uncordon after a drain.
 func nodeNames(ctx context.Context) []string {

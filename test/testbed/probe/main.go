@@ -63,7 +63,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|srv|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION, probe keys write|read SERVERS PORT COUNT, probe stop PID")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|http|status|dns|srv|memcached ARG, probe reach|connect HOST:PORT TIMEOUT, probe load NAME PORT RATE DURATION, probe keys write|read SERVERS PORT COUNT, probe fill HOST:PORT MIB, probe stop PID")
 		os.Exit(2)
 	}
 	mode, arg := os.Args[1], os.Args[2]
@@ -72,6 +72,9 @@ func main() {
 	}
 	if mode == "keys" {
 		os.Exit(runKeys(os.Args[2:]))
+	}
+	if mode == "fill" {
+		os.Exit(runFill(os.Args[2:]))
 	}
 	if mode == "stop" {
 		os.Exit(stopLoad(arg))
