@@ -79,6 +79,7 @@ func keysProbe(ctx context.Context, mode string) map[string][2]int {
 		Expect(m).NotTo(BeNil(), "no keys report in:\n"+log)
 		hits, _ := strconv.Atoi(m[3])
 		errs, _ := strconv.Atoi(m[4])
+		Expect(m[5]).To(Equal(strconv.Itoa(cacheSize)), "%s: the keys spread over every server", name)
 		out[name] = [2]int{hits, errs}
 	}
 	return out
