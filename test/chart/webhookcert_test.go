@@ -176,10 +176,13 @@ func local(objs []*unstructured.Unstructured, mutatingPort, validatingPort int) 
 
 // applyAll applies a render server-side as fieldManager, forcing conflicts,
 // the way `kubectl apply --server-side --force-conflicts` and GitOps
-// controllers do.
+// controllers do; all but the warm pods' policy (see installRBAC).
 func applyAll(ctx context.Context, objs []*unstructured.Unstructured, fieldManager string) {
 	GinkgoHelper()
 	for _, o := range objs {
+		if warmPodsPolicy(o) {
+			continue
+		}
 		Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(fieldManager), client.ForceOwnership)).
 			To(Succeed(), "%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 	}
