@@ -53,11 +53,10 @@ var cacheFleets = []cacheFleet{
 
 // cacheResult is what one change did to one fleet.
 type cacheResult struct {
-	kept        float64
-	load        loadResult
-	toReady     time.Duration
-	readErrors  int
-	writeErrors int
+	kept       float64
+	load       loadResult
+	toReady    time.Duration
+	readErrors int
 }
 
 func (r cacheResult) String() string {
@@ -105,10 +104,10 @@ func memcachedImages(ctx context.Context, g Gomega, name string) []string {
 	return out
 }
 
-// podUIDsOf maps a fleet's live pods to their UIDs.
-func podUIDsOf(ctx context.Context, name string) map[string]string {
+// warmUIDs maps the warm fleet's live pods to their UIDs.
+func warmUIDs(ctx context.Context) map[string]string {
 	out := map[string]string{}
-	for _, p := range fleetPodList(ctx, Default, cacheNamespace, name) {
+	for _, p := range fleetPodList(ctx, Default, cacheNamespace, "warm") {
 		out[p.Name] = string(p.UID)
 	}
 	return out
@@ -212,7 +211,7 @@ spec:
 
 	It("restarts a warm fleet's memcached in place on an image upgrade: every pod keeps its cache, under its name", func() {
 		next := images["MEMCACHED_NEXT_IMAGE"]
-		uids := podUIDsOf(ctx, "warm")
+		uids := warmUIDs(ctx)
 		got := measure("image upgrade", patchBoth(`{"spec":{"image":"`+next+`"}}`), func(g Gomega) {
 			for _, f := range cacheFleets {
 				imgs := memcachedImages(ctx, g, f.name)
@@ -222,14 +221,14 @@ spec:
 				}
 			}
 		})
-		Expect(podUIDsOf(ctx, "warm")).To(Equal(uids), "the same pods, restarted in place")
+		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, restarted in place")
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
 	It("restarts a warm fleet's memcached in place on a maxConnections change: every pod keeps its cache", func() {
-		uids := podUIDsOf(ctx, "warm")
+		uids := warmUIDs(ctx)
 		got := measure("maxConnections change", patchBoth(`{"spec":{"maxConnections":2048}}`), nil)
-		Expect(podUIDsOf(ctx, "warm")).To(Equal(uids), "the same pods, restarted in place")
+		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, restarted in place")
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
@@ -238,11 +237,11 @@ spec:
 	})
 
 	It("brings a deleted pod back under its name, empty, while the others keep theirs", func() {
-		uids := podUIDsOf(ctx, "warm")
+		uids := warmUIDs(ctx)
 		got := measure("one pod deleted", func() {
 			mustRun(kubectl("delete", "pod", "warm-1", "-n", cacheNamespace, "--wait=false"))
 			mustRun(kubectl("delete", "pod", podNamesOf(ctx, "today")[1], "-n", cacheNamespace, "--wait=false"))
-			Eventually(func() string { return podUIDsOf(ctx, "warm")["warm-1"] }).WithTimeout(wait).ShouldNot(Equal(uids["warm-1"]))
+			Eventually(func() string { return warmUIDs(ctx)["warm-1"] }).WithTimeout(wait).ShouldNot(Equal(uids["warm-1"]))
 		}, nil)
 		Expect(podNamesOf(ctx, "warm")).To(Equal([]string{"warm-0", "warm-1", "warm-2"}), "the same names")
 		// The replaced pod's share (a third, within the hash's spread) is
