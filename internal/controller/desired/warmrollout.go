@@ -10,9 +10,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// RestartsAnnotation records, on a warm fleet's pod whose command line
-// the operator changed in place, how many restarts its memcached container
-// had then: the change is done once the container has restarted since.
+// RestartsAnnotation records, on a warm fleet's pod the operator changed
+// in place, how many restarts its memcached container had then: the change
+// is done once the container has restarted since. (The image the kubelet
+// reports cannot tell: two tags of one image report the same name.)
 const RestartsAnnotation = "memcached.cache.example.com/restarts"
 
 // WarmStep is what the rollout of a fleet with warm restarts does next:
@@ -24,9 +25,11 @@ type WarmStep struct {
 	InPlace  bool
 	Image    string
 	Revision string
-	// Args, when not empty, is the pod's new ArgsAnnotation, and Restarts
-	// its memcached container's restarts before it (RestartsAnnotation).
-	Args     string
+	// Args, when not empty, is the pod's new ArgsAnnotation.
+	Args string
+	// Restart: the change restarts memcached's container, which had
+	// Restarts restarts before it (RestartsAnnotation).
+	Restart  bool
 	Restarts int32
 	Wait     string
 	// Restarting counts the pods changed in place whose memcached has not
@@ -57,7 +60,7 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 			continue
 		}
 		live = append(live, member{ordinal, p})
-		if !runsItsImage(p) || !restartedSinceArgs(p) {
+		if !restartedSinceChange(p) {
 			step.Restarting++
 		}
 		if !podReady(p) || !memcachedReady(p) {
@@ -86,22 +89,30 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 	want := set.Spec.Template.Annotations[TemplateAnnotation]
 	if want != "" && p.Annotations[TemplateAnnotation] == want {
 		step.InPlace = true
-		for _, c := range set.Spec.Template.Spec.Containers {
-			if c.Name == containerName {
-				step.Image = c.Image
-			}
-		}
+		step.Image = memcachedImage(set.Spec.Template.Spec.Containers)
 		if args := set.Spec.Template.Annotations[ArgsAnnotation]; args != p.Annotations[ArgsAnnotation] {
-			step.Args, step.Restarts = args, memcachedRestarts(p)
+			step.Args = args
+		}
+		if step.Args != "" || step.Image != memcachedImage(p.Spec.Containers) {
+			step.Restart, step.Restarts = true, memcachedRestarts(p)
 		}
 	}
 	return step
 }
 
-// restartedSinceArgs tells whether a pod's memcached container restarted
-// since the operator last changed its command line (the launcher ends it
-// on the change, and the kubelet starts it again with the new one).
-func restartedSinceArgs(p *corev1.Pod) bool {
+func memcachedImage(containers []corev1.Container) string {
+	for _, c := range containers {
+		if c.Name == containerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// restartedSinceChange tells whether a pod's memcached container restarted
+// since the operator last changed it in place: the kubelet restarts it for
+// a new image, the launcher ends it for a new command line.
+func restartedSinceChange(p *corev1.Pod) bool {
 	v, ok := p.Annotations[RestartsAnnotation]
 	if !ok {
 		return true
@@ -126,24 +137,6 @@ func Ordinal(set, pod string) (int, bool) {
 	return i, ok && err == nil && i >= 0 && strconv.Itoa(i) == s
 }
 
-// runsItsImage tells whether a pod's memcached runs the image its spec
-// names, or has not started yet: after an image change in place, the
-// kubelet restarts it, and only then is the change done.
-func runsItsImage(p *corev1.Pod) bool {
-	var want string
-	for _, c := range p.Spec.Containers {
-		if c.Name == containerName {
-			want = c.Image
-		}
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if c.Name == containerName {
-			return c.Image == "" || SameImage(c.Image, want)
-		}
-	}
-	return true
-}
-
 func memcachedReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.ContainerStatuses {
 		if c.Name == containerName {
@@ -160,24 +153,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// SameImage compares an image reference as a pod's spec names it with the
-// one the kubelet reports, which the runtime may have normalised: a bare
-// name is on docker.io, a name without a host in its library.
-func SameImage(a, b string) bool {
-	return normalImage(a) == normalImage(b)
-}
-
-func normalImage(ref string) string {
-	host, rest, found := strings.Cut(ref, "/")
-	switch {
-	case !found:
-		return "docker.io/library/" + ref
-	case !strings.ContainsAny(host, ".:") && host != "localhost":
-		return "docker.io/" + ref
-	case host == "index.docker.io":
-		return "docker.io/" + rest
-	}
-	return ref
 }

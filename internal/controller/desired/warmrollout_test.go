@@ -14,9 +14,9 @@ import (
 )
 
 // warmPod is pod <ordinal> of the StatefulSet "cache": its revision, its
-// template annotation, the image its spec names and the one its memcached
-// runs, and whether it is ready.
-func warmPod(ordinal int, rev, tpl, specImage, running string, ready bool) corev1.Pod {
+// template annotation, the image its spec names (the kubelet reports a
+// tag of the same image), and whether it is ready.
+func warmPod(ordinal int, rev, tpl, image string, ready bool) corev1.Pod {
 	cond := corev1.ConditionFalse
 	if ready {
 		cond = corev1.ConditionTrue
@@ -25,23 +25,27 @@ func warmPod(ordinal int, rev, tpl, specImage, running string, ready bool) corev
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cache-%d", ordinal),
 			Labels:      map[string]string{appsv1.ControllerRevisionHashLabelKey: rev},
 			Annotations: map[string]string{desired.TemplateAnnotation: tpl}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: specImage}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: image}}},
 		Status: corev1.PodStatus{
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", Image: running, Ready: ready}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", Image: "docker.io/library/memcached:any-tag", Ready: ready}},
 		},
 	}
 }
 
-// withArgs gives a pod memcached's command line and, when restarts is not
-// empty, the restarts its container had when the command line changed, and
-// the restarts it has now.
-func withArgs(p corev1.Pod, args, restarts string, count int32) corev1.Pod {
-	p.Annotations[desired.ArgsAnnotation] = args
-	if restarts != "" {
-		p.Annotations[desired.RestartsAnnotation] = restarts
+// restarted records on a pod the restarts its memcached had when the
+// operator changed it (before, unless empty) and the restarts it has now.
+func restarted(p corev1.Pod, before string, now int32) corev1.Pod {
+	if before != "" {
+		p.Annotations[desired.RestartsAnnotation] = before
 	}
-	p.Status.ContainerStatuses[0].RestartCount = count
+	p.Status.ContainerStatuses[0].RestartCount = now
+	return p
+}
+
+// withArgs gives a pod memcached's command line.
+func withArgs(p corev1.Pod, args string) corev1.Pod {
+	p.Annotations[desired.ArgsAnnotation] = args
 	return p
 }
 
@@ -54,12 +58,9 @@ func TestNextWarmStep(t *testing.T) {
 		}},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "r2", AvailableReplicas: 3},
 	}
-	old := func(i int) corev1.Pod {
-		return warmPod(i, "r1", "t1", "memcached:old", "docker.io/library/memcached:old", true)
-	}
-	done := func(i int) corev1.Pod {
-		return warmPod(i, "r2", "t1", "memcached:new", "docker.io/library/memcached:new", true)
-	}
+	old := func(i int) corev1.Pod { return warmPod(i, "r1", "t1", "memcached:old", true) }
+	done := func(i int) corev1.Pod { return warmPod(i, "r2", "t1", "memcached:new", true) }
+	const waiting = "waiting for every pod to serve before the next one restarts"
 	newArgs := func(s *appsv1.StatefulSet) { s.Spec.Template.Annotations[desired.ArgsAnnotation] = `["-c","2048"]` }
 	for _, tt := range []struct {
 		name    string
@@ -68,45 +69,48 @@ func TestNextWarmStep(t *testing.T) {
 		mutate  func(*appsv1.StatefulSet)
 		want    desired.WarmStep
 	}{
-		{name: "the highest ordinal first, in place: only the image differs",
-			pods: []corev1.Pod{old(0), old(1), old(2)},
+		{name: "the highest ordinal first, in place: only the image differs; memcached restarts",
+			pods: []corev1.Pod{old(0), old(1), restarted(old(2), "", 2)},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:new", Revision: "r2", Restart: true, Restarts: 2}},
+		{name: "not while the pod changed in place has not restarted yet (whatever image name the kubelet reports)",
+			pods: []corev1.Pod{old(0), old(1), restarted(done(2), "2", 2)},
+			want: desired.WarmStep{Wait: waiting, Restarting: 1}},
+		{name: "then the next, once the previous restarted and is ready",
+			pods: []corev1.Pod{old(0), old(1), restarted(done(2), "2", 3)}, allowed: ptr.To[int32](1),
+			want: desired.WarmStep{Pod: "cache-1", InPlace: true, Image: "memcached:new", Revision: "r2", Restart: true}},
+		{name: "a pod whose revision alone differs is relabelled, with no restart to wait for",
+			pods: []corev1.Pod{done(0), done(1), warmPod(2, "r1", "t1", "memcached:new", true)},
 			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:new", Revision: "r2"}},
-		{name: "then the next, once the previous runs its new image and is ready",
-			pods: []corev1.Pod{old(0), old(1), done(2)}, allowed: ptr.To[int32](1),
-			want: desired.WarmStep{Pod: "cache-1", InPlace: true, Image: "memcached:new", Revision: "r2"}},
-		{name: "not while the pod changed in place has not restarted yet",
-			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r2", "t1", "memcached:new", "docker.io/library/memcached:old", true)},
-			want: desired.WarmStep{Wait: "waiting for every pod to serve before the next one restarts", Restarting: 1}},
 		{name: "not while a pod is not ready",
-			pods: []corev1.Pod{old(0), warmPod(1, "r1", "t1", "memcached:old", "memcached:old", false), old(2)},
-			want: desired.WarmStep{Wait: "waiting for every pod to serve before the next one restarts"}},
+			pods: []corev1.Pod{old(0), warmPod(1, "r1", "t1", "memcached:old", false), old(2)},
+			want: desired.WarmStep{Wait: waiting}},
 		{name: "not while a pod is missing",
 			pods: []corev1.Pod{old(0), old(2)},
-			want: desired.WarmStep{Wait: "waiting for every pod to serve before the next one restarts"}},
+			want: desired.WarmStep{Wait: waiting}},
 		{name: "not while the budget allows no disruption",
 			pods: []corev1.Pod{old(0), old(1), old(2)}, allowed: ptr.To[int32](0),
 			want: desired.WarmStep{Wait: "the PodDisruptionBudget allows no disruption now"}},
 		{name: "not before the StatefulSet has observed its template",
 			pods: []corev1.Pod{old(0), old(1), old(2)}, mutate: func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = 1 },
 			want: desired.WarmStep{Wait: "the StatefulSet has not observed its template yet"}},
-		{name: "a pod whose template differs in more than the image is replaced",
-			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r1", "t0", "memcached:old", "memcached:old", true)},
+		{name: "a pod whose template differs in more than the image and command line is replaced",
+			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r1", "t0", "memcached:old", true)},
 			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
 		{name: "a pod from before warm restarts (no annotation) is replaced",
-			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r1", "", "memcached:old", "memcached:old", true)},
+			pods: []corev1.Pod{old(0), old(1), warmPod(2, "r1", "", "memcached:old", true)},
 			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
-		{name: "a new command line is set in place, with the restarts its memcached had before",
-			pods:   []corev1.Pod{old(0), old(1), withArgs(old(2), `["-c","1024"]`, "", 3)},
+		{name: "a new command line alone is set in place, with the restarts memcached had before",
+			pods:   []corev1.Pod{done(0), done(1), restarted(withArgs(warmPod(2, "r1", "t1", "memcached:new", true), `["-c","1024"]`), "", 3)},
 			mutate: newArgs,
-			want:   desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`, Restarts: 3}},
+			want:   desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`, Restart: true, Restarts: 3}},
 		{name: "the pod counts as restarting until its memcached restarted with the new command line",
-			pods:   []corev1.Pod{old(0), old(1), withArgs(done(2), `["-c","2048"]`, "3", 3)},
+			pods:   []corev1.Pod{old(0), old(1), restarted(withArgs(done(2), `["-c","2048"]`), "3", 3)},
 			mutate: newArgs,
-			want:   desired.WarmStep{Wait: "waiting for every pod to serve before the next one restarts", Restarting: 1}},
-		{name: "then the next pod",
-			pods:   []corev1.Pod{withArgs(old(0), `["-c","1024"]`, "", 0), withArgs(old(1), `["-c","1024"]`, "", 0), withArgs(done(2), `["-c","2048"]`, "3", 4)},
+			want:   desired.WarmStep{Wait: waiting, Restarting: 1}},
+		{name: "then the next pod, its image and command line at once",
+			pods:   []corev1.Pod{withArgs(old(0), `["-c","1024"]`), withArgs(old(1), `["-c","1024"]`), restarted(withArgs(done(2), `["-c","2048"]`), "3", 4)},
 			mutate: newArgs,
-			want:   desired.WarmStep{Pod: "cache-1", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`}},
+			want:   desired.WarmStep{Pod: "cache-1", InPlace: true, Image: "memcached:new", Revision: "r2", Args: `["-c","2048"]`, Restart: true}},
 		{name: "nothing left to do",
 			pods: []corev1.Pod{done(0), done(1), done(2)},
 			want: desired.WarmStep{}},
@@ -123,14 +127,4 @@ func TestNextWarmStep(t *testing.T) {
 			g.Expect(desired.NextWarmStep(s, tt.pods, tt.allowed)).To(Equal(tt.want))
 		})
 	}
-}
-
-func TestSameImage(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(desired.SameImage("memcached:1.6", "docker.io/library/memcached:1.6")).To(BeTrue())
-	g.Expect(desired.SameImage("bitnami/memcached:1", "docker.io/bitnami/memcached:1")).To(BeTrue())
-	g.Expect(desired.SameImage("localhost/memcached:a", "localhost/memcached:a")).To(BeTrue())
-	g.Expect(desired.SameImage("registry:5000/memcached:a", "registry:5000/memcached:a")).To(BeTrue())
-	g.Expect(desired.SameImage("memcached:1.6", "memcached:1.7")).To(BeFalse())
-	g.Expect(desired.SameImage("localhost/memcached:a", "docker.io/library/memcached:a")).To(BeFalse())
 }

@@ -58,16 +58,20 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 		}
 		return nil
 	}
-	log.Info("Restarting memcached in place with its new image and command line; the pod keeps its cache", "image", step.Image, "newCommandLine", step.Args != "")
+	log.Info("Changing memcached in place; the pod keeps its cache", "image", step.Image, "newCommandLine", step.Args != "", "restart", step.Restart)
 	meta := map[string]any{
 		"labels":          map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision},
 		"resourceVersion": pod.ResourceVersion,
 	}
+	annotations := map[string]string{}
 	if step.Args != "" {
-		meta["annotations"] = map[string]string{
-			desired.ArgsAnnotation:     step.Args,
-			desired.RestartsAnnotation: strconv.Itoa(int(step.Restarts)),
-		}
+		annotations[desired.ArgsAnnotation] = step.Args
+	}
+	if step.Restart {
+		annotations[desired.RestartsAnnotation] = strconv.Itoa(int(step.Restarts))
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": meta,
