@@ -160,10 +160,10 @@ spec:
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 
-	// allServing: each fleet has size live pods, every one ready and listed
-	// in its status (which may lag behind a pod lost a moment ago).
-	allServing := func(g Gomega) {
-		for _, f := range cacheFleets {
+	// serving: the fleet has size live pods, every one ready and listed in
+	// its status (which may lag behind a pod lost a moment ago).
+	serving := func(f cacheFleet) func(Gomega) {
+		return func(g Gomega) {
 			pods := fleetPodList(ctx, g, cacheNamespace, f.name)
 			g.Expect(pods).To(HaveLen(cacheSize), f.name)
 			var names []string
@@ -199,9 +199,9 @@ spec:
 		out := map[string]cacheResult{}
 		for _, f := range cacheFleets {
 			fleetReadyIn(cacheNamespace, f.name, cacheSize)
+			Eventually(serving(f)).WithTimeout(wait).Should(Succeed())
 			out[f.name] = cacheResult{toReady: time.Since(start)}
 		}
-		Eventually(allServing).WithTimeout(wait).Should(Succeed())
 		if ready != nil {
 			Eventually(ready).WithTimeout(wait).Should(Succeed())
 		}
