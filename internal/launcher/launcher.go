@@ -102,14 +102,16 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 		l.Log.Info("No cache to restore: starting cold", "memoryFile", l.MemoryFile)
 	}
 	args, argsRaw := l.Args, []byte(nil)
+	var poll <-chan time.Time // nil, never ready, without an args file
 	if l.ArgsFile != "" {
 		var err error
 		if argsRaw, args, err = ReadArgs(l.ArgsFile); err != nil {
 			return l.finish(Outcome{ExitCode: 2, Message: err.Error()})
 		}
+		t := time.NewTicker(cmp.Or(l.poll, argsPoll))
+		defer t.Stop()
+		poll = t.C
 	}
-	poll := time.NewTicker(cmp.Or(l.poll, argsPoll))
-	defer poll.Stop()
 	cmd := exec.Command(l.Memcached, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -126,8 +128,8 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 		case <-stop:
 		case <-ctx.Done():
 			ctx = context.Background() // once
-		case <-poll.C:
-			if argsRaw == nil || asked {
+		case <-poll:
+			if asked {
 				continue
 			}
 			// A file that cannot be read or parsed is a write in progress
@@ -136,11 +138,12 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 				continue
 			}
 			reargs = true
-			l.Log.Info("memcached's options changed: saving its cache and ending, to start again warm with them")
+			l.Log.Info("memcached's options changed: saving its cache and ending, to start again with them")
 		case err := <-done:
 			o := l.outcome(asked, err)
 			if reargs && o.Saved {
-				o.Message = "memcached's options changed: it saved its cache to " + l.MemoryFile + " and the container starts again warm with them"
+				o.Message = "memcached's options changed: it saved its cache to " + l.MemoryFile +
+					" and the container starts again with them, warm unless they change a setting the file was made with"
 			}
 			return l.finish(o)
 		}

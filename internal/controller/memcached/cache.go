@@ -110,7 +110,7 @@ func placementOnly(in any) (any, error) {
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Name == desired.MemcachedContainer {
-				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, Ready: c.Ready, RestartCount: c.RestartCount}}
+				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount}}
 			}
 		}
 	}

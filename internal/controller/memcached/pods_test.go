@@ -95,8 +95,8 @@ func TestPlacementOnlyKeepsTheAuthCheck(t *testing.T) {
 
 // TestPlacementOnlyKeepsTheWarmRollout: a pod of a fleet with warm
 // restarts keeps in the cache all that its rollout reads (template,
-// command line, restarts before it, memcached's images and restarts), and
-// a restart of memcached or a new command line is an event.
+// command line, restarts before it, memcached's image, readiness and
+// restarts), and a restart of memcached or a new command line is an event.
 func TestPlacementOnlyKeepsTheWarmRollout(t *testing.T) {
 	g := NewWithT(t)
 	warm := func(args string, restarts int32) *corev1.Pod {
@@ -109,8 +109,11 @@ func TestPlacementOnlyKeepsTheWarmRollout(t *testing.T) {
 	before := warm(`["-c","1024"]`, 2)
 	g.Expect(before.Annotations).To(Equal(map[string]string{desired.TemplateAnnotation: "t1", desired.ArgsAnnotation: `["-c","1024"]`, desired.RestartsAnnotation: "2"}))
 	g.Expect(before.Spec.Containers).To(Equal([]corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}))
-	g.Expect(before.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6", Ready: true, RestartCount: 2}}))
+	g.Expect(before.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{{Name: "memcached", Ready: true, RestartCount: 2}}), "not the image the kubelet reports, which the rollout does not read")
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","1024"]`, 3)})).To(BeTrue(), "memcached restarted")
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","2048"]`, 2)})).To(BeTrue(), "a new command line")
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: warm(`["-c","1024"]`, 2)})).To(BeFalse())
+	reported := warm(`["-c","1024"]`, 2)
+	reported.Status.ContainerStatuses[0].Image = "docker.io/library/memcached:1.6"
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: reported})).To(BeFalse(), "the kubelet's name for the image is not read")
 }

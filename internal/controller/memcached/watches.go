@@ -188,8 +188,8 @@ func indexSliceFleet(o client.Object) []string {
 }
 
 // warmRolloutState is what desired.NextWarmStep reads of a pod of a fleet
-// with warm restarts (its revision, readiness, memcached's images, command
-// line and restarts); empty for any other pod.
+// with warm restarts (its revision and readiness, memcached's image and
+// command line, its container's readiness and restarts); empty for any other pod.
 func warmRolloutState(o client.Object) string {
 	p, ok := o.(*corev1.Pod)
 	if !ok {
@@ -204,7 +204,7 @@ func warmRolloutState(o client.Object) string {
 		state += "/" + c.Image
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		state += fmt.Sprintf("/%s/%t/%d", c.Image, c.Ready, c.RestartCount)
+		state += fmt.Sprintf("/%s/%t/%d", c.Name, c.Ready, c.RestartCount)
 	}
 	return state
 }
