@@ -162,6 +162,31 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "15.0s / 10.0s = 1.50")))
 }
 
+// TestStableFleetsAreCheckedAndTabled: a stable fleet the operator never
+// converged fails the run like a Deployment fleet would, and the table puts
+// the stable fleets' ratio beside the Deployment fleets'.
+func TestStableFleetsAreCheckedAndTabled(t *testing.T) {
+	g := NewWithT(t)
+	run := func(converge, resize float64, converged int) *pairResult {
+		return &pairResult{N: 10, Converge: &phaseResult{Seconds: converge, Fleets: 10, Converged: converged},
+			Resize: &phaseResult{Seconds: resize, Fleets: 10, Converged: 10}}
+	}
+	var r results
+	r.Config.N, r.Config.Order, r.Config.CI = 10, orderReferenceFirst, true
+	r.Reference, r.Operator = run(10, 10, 10), run(12, 11, 10)
+	r.StableReference, r.StableOperator = run(20, 10, 10), run(25, 12, 10)
+	r.evaluate()
+	g.Expect(r.failedChecks(true)).To(BeEmpty())
+	g.Expect(r.table()).To(ContainSubstring("converge time / reference, stable fleets with warm restarts"))
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "converge time / reference, stable fleets with warm restarts"),
+		HaveField("Value", "25.0s / 20.0s = 1.25"), HaveField("Note", ContainSubstring("Deployment fleets 1.20")))))
+	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "12.0s / 10.0s = 1.20")))
+
+	r.StableOperator.Converge.Converged = 9
+	r.evaluate()
+	g.Expect(r.failedChecks(true)).To(ContainElement(ContainSubstring("every stable fleet converges (operator)")))
+}
+
 // TestWritesPerFleetIsPrintedInFull: a figure just over its limit is not
 // printed as the limit (two fleets' progress reports in a thousand made
 // 5.002 writes a fleet, once shown as "5.00" beside "NO").

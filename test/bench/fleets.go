@@ -93,12 +93,17 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 	return firstErr
 }
 
-// createFleets creates n Memcacheds of size in ns, as a user would.
-func createFleets(ctx context.Context, c client.Client, ns string, n int, size int32) error {
+// createFleets creates n Memcacheds of size in ns, as a user would; stable
+// ones run on a StatefulSet with warm restarts.
+func createFleets(ctx context.Context, c client.Client, ns string, n int, size int32, stable bool) error {
 	return parallel(ctx, n, func(ctx context.Context, i int) error {
 		mc := &cachev1alpha1.Memcached{
 			ObjectMeta: metav1.ObjectMeta{Name: fleetName(i), Namespace: ns},
 			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To(size)},
+		}
+		if stable {
+			mc.Spec.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+			mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
 		}
 		if err := c.Create(ctx, mc); err != nil {
 			return fmt.Errorf("creating Memcached %s: %w", mc.Name, err)
@@ -120,19 +125,21 @@ func resizeFleets(ctx context.Context, c client.Client, ns string, n int, size i
 }
 
 // watcher keeps the bench's own view of one namespace (Memcacheds, pods,
-// Deployments, EndpointSlices) in an informer cache, so waiting on thousands of fleets costs
+// Deployments or StatefulSets, EndpointSlices) in an informer cache, so waiting on thousands of fleets costs
 // no list requests. It reads it ten times a second while a phase runs, and
 // its lists share the cache's objects (UnsafeDisableDeepCopy: nothing here
-// writes to them): copying every pod, Deployment and slice of a thousand
+// writes to them): copying every pod, workload and slice of a thousand
 // fleets at each poll took CPU from the machine the operator and the
 // reference are measured on.
 type watcher struct {
 	ns    string
 	cache cache.Cache
 	stop  context.CancelFunc
+	// stable: the fleets run on StatefulSets, not Deployments.
+	stable bool
 }
 
-func newWatcher(ctx context.Context, s *clusterState, ns string) (*watcher, error) {
+func newWatcher(ctx context.Context, s *clusterState, ns string, stable bool) (*watcher, error) {
 	cfg, err := restConfig(s, userAdmin)
 	if err != nil {
 		return nil, err
@@ -142,16 +149,20 @@ func newWatcher(ctx context.Context, s *clusterState, ns string) (*watcher, erro
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &watcher{ns: ns, cache: cch, stop: cancel}
+	w := &watcher{ns: ns, cache: cch, stop: cancel, stable: stable}
 	if _, err := cch.GetInformer(ctx, &cachev1alpha1.Memcached{}); err != nil {
 		cancel()
 		return nil, err
 	}
-	// Full pods and Deployments: after churn a fleet is restored only when
-	// its pods are Ready and its Deployment available again. EndpointSlices:
+	// Full pods and workloads: after churn a fleet is restored only when
+	// its pods are Ready and its workload available again. EndpointSlices:
 	// when the cluster's second pipeline (pods → endpointslice controller)
 	// has listed a fleet's pods, which is what its clients resolve.
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &discoveryv1.EndpointSlice{}} {
+	var kind client.Object = &appsv1.Deployment{}
+	if stable {
+		kind = &appsv1.StatefulSet{}
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, kind, &discoveryv1.EndpointSlice{}} {
 		if _, err := cch.GetInformer(ctx, obj); err != nil {
 			cancel()
 			return nil, err
@@ -178,7 +189,7 @@ func (w *watcher) livePods(ctx context.Context) (map[string][]string, error) {
 }
 
 // podState is livePods, plus the fleets that are not restored in the
-// cluster: a live pod not Ready, or a Deployment not fully available.
+// cluster: a live pod not Ready, or a workload not fully available.
 func (w *watcher) podState(ctx context.Context) (live map[string][]string, unrestored map[string]bool, err error) {
 	pods := &corev1.PodList{}
 	if err := w.cache.List(ctx, pods, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
@@ -200,15 +211,13 @@ func (w *watcher) podState(ctx context.Context) (live map[string][]string, unres
 			unrestored[inst] = true
 		}
 	}
-	deps := &appsv1.DeploymentList{}
-	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
+	workloads, err := w.workloads(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		want := ptr.Deref(d.Spec.Replicas, 1)
-		if d.Status.ObservedGeneration < d.Generation || d.Status.AvailableReplicas != want || d.Status.Replicas != want {
-			unrestored[d.Name] = true
+	for _, wl := range workloads {
+		if wl.observed < wl.generation || wl.available != wl.want || wl.replicas != wl.want {
+			unrestored[wl.name] = true
 		}
 	}
 	return live, unrestored, nil
@@ -237,32 +246,68 @@ func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
 	return slices.Equal(live, mc.Status.Nodes)
 }
 
-// rolledOut reports the fleets whose Deployment runs size pods of its
-// current generation, all available: the cluster's part is done, whatever
-// the fleet's status says yet.
-func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, error) {
-	return w.deploymentsWhere(ctx, func(d *appsv1.Deployment) bool {
-		ds := d.Status
-		return ptr.Deref(d.Spec.Replicas, 1) == size && ds.ObservedGeneration >= d.Generation &&
-			ds.Replicas == size && ds.UpdatedReplicas == size && ds.AvailableReplicas == size
-	})
+// workload is what the bench reads of a fleet's Deployment or StatefulSet.
+type workload struct {
+	name                               string
+	want, replicas, updated, available int32
+	generation, observed               int64
 }
 
-// deploymentsAsking reports the fleets whose Deployment asks for size pods.
-func (w *watcher) deploymentsAsking(ctx context.Context, size int32) (map[string]bool, error) {
-	return w.deploymentsWhere(ctx, func(d *appsv1.Deployment) bool { return ptr.Deref(d.Spec.Replicas, 1) == size })
-}
-
-// deploymentsWhere reports the fleets whose cached Deployment passes keep.
-func (w *watcher) deploymentsWhere(ctx context.Context, keep func(*appsv1.Deployment) bool) (map[string]bool, error) {
+// workloads are the fleets' Deployments, or StatefulSets for stable fleets,
+// as the cache holds them.
+func (w *watcher) workloads(ctx context.Context) ([]workload, error) {
+	var out []workload
+	if w.stable {
+		sets := &appsv1.StatefulSetList{}
+		if err := w.cache.List(ctx, sets, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for i := range sets.Items {
+			s := &sets.Items[i]
+			out = append(out, workload{name: s.Name, want: ptr.Deref(s.Spec.Replicas, 1), replicas: s.Status.Replicas,
+				updated: s.Status.UpdatedReplicas, available: s.Status.AvailableReplicas,
+				generation: s.Generation, observed: s.Status.ObservedGeneration})
+		}
+		return out, nil
+	}
 	deps := &appsv1.DeploymentList{}
 	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
 	for i := range deps.Items {
-		if keep(&deps.Items[i]) {
-			out[deps.Items[i].Name] = true
+		d := &deps.Items[i]
+		out = append(out, workload{name: d.Name, want: ptr.Deref(d.Spec.Replicas, 1), replicas: d.Status.Replicas,
+			updated: d.Status.UpdatedReplicas, available: d.Status.AvailableReplicas,
+			generation: d.Generation, observed: d.Status.ObservedGeneration})
+	}
+	return out, nil
+}
+
+// rolledOut reports the fleets whose workload runs size pods of its
+// current generation, all available: the cluster's part is done, whatever
+// the fleet's status says yet.
+func (w *watcher) rolledOut(ctx context.Context, size int32) (map[string]bool, error) {
+	return w.workloadsWhere(ctx, func(wl workload) bool {
+		return wl.want == size && wl.observed >= wl.generation &&
+			wl.replicas == size && wl.updated == size && wl.available == size
+	})
+}
+
+// workloadsAsking reports the fleets whose workload asks for size pods.
+func (w *watcher) workloadsAsking(ctx context.Context, size int32) (map[string]bool, error) {
+	return w.workloadsWhere(ctx, func(wl workload) bool { return wl.want == size })
+}
+
+// workloadsWhere reports the fleets whose cached workload passes keep.
+func (w *watcher) workloadsWhere(ctx context.Context, keep func(workload) bool) (map[string]bool, error) {
+	all, err := w.workloads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, wl := range all {
+		if keep(wl) {
+			out[wl.name] = true
 		}
 	}
 	return out, nil
@@ -300,7 +345,7 @@ func (w *watcher) endpointsListed(ctx context.Context, size int32) (map[string]b
 }
 
 // converged is when each fleet became ready (by its status, relative to t0,
-// sorted), and the lag of each behind its Deployment's rollout: the
+// sorted), and the lag of each behind its workload's rollout: the
 // reporting part of the time, as opposed to the cluster's pipeline. That
 // lag is split in two: how long the EndpointSlices took to list the rolled
 // out pods (endpointLags, the cluster's work), and how long after both the
@@ -310,7 +355,7 @@ func (w *watcher) endpointsListed(ctx context.Context, size int32) (map[string]b
 // held its new generation its status named it (observedGeneration): what a
 // script reading observedGeneration waits for, whatever the rollout does.
 // deploymentLags is how long after the cache first held the fleet's
-// Deployment asking for the new size (the client's update of it) the status
+// workload asking for the new size (the client's update of it) the status
 // named the new generation; 0 when the status came first.
 type converged struct {
 	times, lags, endpointLags, afterEndpoints, generationLags, deploymentLags []time.Duration
@@ -357,7 +402,7 @@ func (w *watcher) waitConverged(ctx context.Context, n int, size int32, t0 time.
 			return false, err
 		}
 		firstSeen(rolledAt, rolled, now)
-		asked, err := w.deploymentsAsking(ctx, size)
+		asked, err := w.workloadsAsking(ctx, size)
 		if err != nil {
 			return false, err
 		}

@@ -29,17 +29,20 @@ const referenceFieldOwner = "bench-reference"
 
 // reference is the physical limit the operator is compared with: a client
 // that makes exactly the writes a fleet needs and nothing else. For a new
-// fleet it applies the operator's own Deployment, Service and
-// PodDisruptionBudget at once (same builders, same objects), then writes the status
-// (referenceStatus) once, when the Deployment is rolled out and every pod is known; after a
-// spec change, one Deployment apply and one status write. It reads through
+// fleet it applies the operator's own Deployment (a StatefulSet for stable
+// fleets), Service and PodDisruptionBudget at once (same builders, same
+// objects), then writes the status (referenceStatus) once, when the workload
+// is rolled out and every pod is known; after a spec change, one workload
+// apply and one status write. It reads through
 // informers like the operator and works with the same number of workers.
 type reference struct {
 	c       client.Client
 	cache   cache.Cache
 	ns      string
 	workers int
-	queue   workqueue.TypedRateLimitingInterface[string]
+	// stable: the fleets run on StatefulSets with warm restarts.
+	stable bool
+	queue  workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// applied and reported are, per fleet, the generation whose objects
@@ -48,7 +51,7 @@ type reference struct {
 	errs              []error
 }
 
-func startReference(ctx context.Context, s *clusterState, ns string, workers int) (*reference, error) {
+func startReference(ctx context.Context, s *clusterState, ns string, workers int, stable bool) (*reference, error) {
 	cfg, err := restConfig(s, userReference)
 	if err != nil {
 		return nil, err
@@ -62,7 +65,7 @@ func startReference(ctx context.Context, s *clusterState, ns string, workers int
 		return nil, err
 	}
 	r := &reference{
-		c: c, cache: cch, ns: ns, workers: workers,
+		c: c, cache: cch, ns: ns, workers: workers, stable: stable,
 		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		applied: map[string]int64{}, reported: map[string]int64{},
 	}
@@ -71,9 +74,13 @@ func startReference(ctx context.Context, s *clusterState, ns string, workers int
 			r.queue.Add(name)
 		}
 	}
+	var kind client.Object = &appsv1.Deployment{}
+	if stable {
+		kind = &appsv1.StatefulSet{}
+	}
 	handlers := map[client.Object]func(obj any) string{
 		&cachev1alpha1.Memcached{}: func(obj any) string { return nameOf(obj) },
-		&appsv1.Deployment{}:       func(obj any) string { return nameOf(obj) },
+		kind:                       func(obj any) string { return nameOf(obj) },
 		podMeta(): func(obj any) string {
 			if m, ok := obj.(metav1.Object); ok {
 				return m.GetLabels()[desired.LabelInstance]
@@ -138,6 +145,9 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	r.mu.Unlock()
 	if applied < mc.Generation {
 		objects := map[string]runtime.ApplyConfiguration{"Deployment": desired.Deployment(mc, &spec)}
+		if r.stable {
+			objects = map[string]runtime.ApplyConfiguration{"StatefulSet": desired.StatefulSet(mc, &spec)}
+		}
 		if applied == 0 {
 			objects["Service"] = desired.Service(mc, &spec)
 			if pdb := desired.PodDisruptionBudget(mc, &spec); pdb != nil {
@@ -171,15 +181,10 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	if reported >= mc.Generation {
 		return nil
 	}
-	dep := &appsv1.Deployment{}
-	if err := r.cache.Get(ctx, key, dep); err != nil {
-		return client.IgnoreNotFound(err)
-	}
 	want := ptr.Deref(spec.Size, 0)
-	ds := dep.Status
-	if ds.ObservedGeneration < dep.Generation || ptr.Deref(dep.Spec.Replicas, -1) != want ||
-		ds.UpdatedReplicas != want || ds.Replicas != want || ds.AvailableReplicas != want {
-		return nil // not rolled out: a later Deployment event brings the fleet back
+	replicas, ready, rolled, err := r.rolledOut(ctx, key, want)
+	if err != nil || !rolled {
+		return err // not rolled out: a later workload event brings the fleet back
 	}
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
@@ -193,10 +198,13 @@ func (r *reference) sync(ctx context.Context, name string) error {
 		}
 	}
 	if int32(len(names)) != want {
-		return nil // the pod cache lags the Deployment's: a pod event brings it back
+		return nil // the pod cache lags the workload's: a pod event brings it back
 	}
 	updated := mc.DeepCopy()
-	referenceStatus(updated, dep, names)
+	referenceStatus(updated, replicas, ready, names)
+	if r.stable {
+		updated.Status.Servers = desired.Servers(mc, ptr.Deref(spec.Port, 0), names)
+	}
 	if err := r.c.Status().Patch(ctx, updated, client.MergeFrom(mc)); err != nil {
 		return fmt.Errorf("reference: writing status of %s: %w", name, err)
 	}
@@ -204,6 +212,35 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	r.reported[name] = mc.Generation
 	r.mu.Unlock()
 	return nil
+}
+
+// rolledOut tells whether the fleet's workload runs want pods of its
+// current generation, all available, and the replica counts its status gives.
+func (r *reference) rolledOut(ctx context.Context, key types.NamespacedName, want int32) (replicas, ready int32, ok bool, err error) {
+	var (
+		spec                 *int32
+		updated, available   int32
+		generation, observed int64
+	)
+	if r.stable {
+		set := &appsv1.StatefulSet{}
+		if err := r.cache.Get(ctx, key, set); err != nil {
+			return 0, 0, false, client.IgnoreNotFound(err)
+		}
+		s := set.Status
+		spec, generation, observed = set.Spec.Replicas, set.Generation, s.ObservedGeneration
+		replicas, ready, updated, available = s.Replicas, s.ReadyReplicas, s.UpdatedReplicas, s.AvailableReplicas
+	} else {
+		dep := &appsv1.Deployment{}
+		if err := r.cache.Get(ctx, key, dep); err != nil {
+			return 0, 0, false, client.IgnoreNotFound(err)
+		}
+		s := dep.Status
+		spec, generation, observed = dep.Spec.Replicas, dep.Generation, s.ObservedGeneration
+		replicas, ready, updated, available = s.Replicas, s.ReadyReplicas, s.UpdatedReplicas, s.AvailableReplicas
+	}
+	ok = observed >= generation && ptr.Deref(spec, -1) == want && updated == want && replicas == want && available == want
+	return replicas, ready, ok, nil
 }
 
 // errors returns the errors the reference met (retried; reported at the end).
@@ -217,10 +254,10 @@ func (r *reference) errors() []error {
 // what a client of the fleet reads (nodes, replica counts, selector, Ready,
 // Available and Progressing for this generation). It is built here, not by
 // the controller's status code, so that the reference stays a plain client.
-func referenceStatus(mc *cachev1alpha1.Memcached, dep *appsv1.Deployment, pods []string) {
+func referenceStatus(mc *cachev1alpha1.Memcached, replicas, ready int32, pods []string) {
 	st := &mc.Status
 	st.Nodes = slices.Sorted(slices.Values(pods))
-	st.Replicas, st.ReadyReplicas = dep.Status.Replicas, dep.Status.ReadyReplicas
+	st.Replicas, st.ReadyReplicas = replicas, ready
 	st.Selector = desired.SelectorString(mc.Name)
 	st.ObservedGeneration = mc.Generation
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -233,7 +270,7 @@ func referenceStatus(mc *cachev1alpha1.Memcached, dep *appsv1.Deployment, pods [
 	})
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, ObservedGeneration: mc.Generation,
-		Reason: cachev1alpha1.ReasonRolloutComplete, Message: "the Deployment matches the spec",
+		Reason: cachev1alpha1.ReasonRolloutComplete, Message: "the workload matches the spec",
 	})
 }
 

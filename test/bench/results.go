@@ -34,13 +34,18 @@ type results struct {
 		OperatorFlags                     string `json:",omitempty"`
 		OperatorEnv                       string `json:",omitempty"`
 		Order                             string
+		StableFleets                      bool
 	} `json:"config"`
 	Reference *pairResult `json:"reference,omitempty"`
 	Operator  *pairResult `json:"operator,omitempty"`
 	// OperatorAgain and ReferenceAgain are the balanced order's third and
 	// fourth runs.
-	OperatorAgain   *pairResult       `json:"operatorAgain,omitempty"`
-	ReferenceAgain  *pairResult       `json:"referenceAgain,omitempty"`
+	OperatorAgain  *pairResult `json:"operatorAgain,omitempty"`
+	ReferenceAgain *pairResult `json:"referenceAgain,omitempty"`
+	// StableReference and StableOperator converge and resize fleets of
+	// stable pods with warm restarts (workload StatefulSet), in that order.
+	StableReference *pairResult       `json:"stableReference,omitempty"`
+	StableOperator  *pairResult       `json:"stableOperator,omitempty"`
 	OperatorProcess *procStats        `json:"operatorProcessAfterConverge,omitempty"`
 	Idle            *idleResult       `json:"idle,omitempty"`
 	Churn           []churnResult     `json:"churn,omitempty"`
@@ -66,6 +71,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.OperatorFlags = f.operatorFlags
 	c.OperatorEnv = f.operatorEnv
 	c.Order = f.order
+	c.StableFleets = f.stable
 	return r
 }
 
@@ -247,6 +253,7 @@ func (r *results) evaluate() {
 					op.WritesPerFleetExclEvents, op.WritesPerFleet, refWrites(r.Reference, false), lagNote(op, r.Reference.Resize))})
 		}
 	}
+	r.evaluateStable(add)
 	if r.Idle != nil {
 		add(target{Name: "idle writes (forced resync of every fleet)", Value: fmt.Sprintf("%d in %.0fs, %d reconciles", r.Idle.Requests.Writes, r.Idle.Seconds, r.Idle.Reconciles),
 			Limit: "0", Met: check(r.Idle.Requests.Writes == 0), Correctness: true,
@@ -274,6 +281,38 @@ func (r *results) evaluate() {
 			add(target{Name: fmt.Sprintf("admission errors at %d/s, %s", a.Rate, a.Path), Value: fmt.Sprintf("%d of %d", a.Errors, a.Requests),
 				Limit: "0", Met: check(a.Errors == 0), Correctness: true})
 		}
+	}
+}
+
+// evaluateStable adds the stable fleets' rows: their converge and resize
+// against the reference's of the same fleets, beside the Deployment fleets'
+// ratio. One order only (reference first), so the ratio carries what running
+// second costs (see orderBalanced).
+func (r *results) evaluateStable(add func(target)) {
+	op, ref := r.StableOperator, r.StableReference
+	if op == nil {
+		return
+	}
+	for _, ph := range []struct {
+		name string
+		of   func(*pairResult) *phaseResult
+	}{{"converge", convergeOf}, {"resize", resizeOf}} {
+		p := ph.of(op)
+		if p == nil {
+			continue
+		}
+		add(target{Name: fmt.Sprintf("every stable fleet %s (operator)", map[string]string{"converge": "converges", "resize": "resized"}[ph.name]),
+			Value: fmt.Sprintf("%d/%d", p.Converged, p.Fleets), Limit: "all", Met: check(p.Converged == p.Fleets), Correctness: true})
+		if ref == nil || ph.of(ref) == nil {
+			continue
+		}
+		rp := ph.of(ref)
+		note := fmt.Sprintf("writes/fleet %.2f, reference %.2f (excl. events); reference first", p.WritesPerFleetExclEvents, rp.WritesPerFleetExclEvents)
+		if _, ratio, ok := r.timeRatio(ph.of); ok {
+			note += fmt.Sprintf("; Deployment fleets %.2f", ratio)
+		}
+		add(target{Name: fmt.Sprintf("%s time / reference, stable fleets with warm restarts", ph.name),
+			Value: fmt.Sprintf("%.1fs / %.1fs = %.2f", p.Seconds, rp.Seconds, p.Seconds/rp.Seconds), Limit: "reported", Note: note})
 	}
 }
 

@@ -37,7 +37,15 @@ type runFlags struct {
 	operatorEnv                string
 	profileSeconds             int
 	order                      string
+	stable                     bool
 }
+
+// What the bench's fleets run on: Deployments (the default), or stable pods
+// on StatefulSets with warm restarts.
+const (
+	deploymentFleets = false
+	stableFleets     = true
+)
 
 // The orders the two clients run in on one control plane. Whoever runs
 // second was measured 14-21 % slower at N=1000, so a
@@ -72,6 +80,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorEnv, "operator-env", "", "More environment of the operator, space-separated NAME=VALUE (e.g. GODEBUG=gctrace=1 GOGC=50): the results record it.")
 	fs.StringVar(&f.order, "order", orderBalanced, "Order of the two clients on the one control plane: balanced (reference, operator, operator, reference: the ratios compare the means of both runs), reference-first or reference-last (one run each).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
+	fs.BoolVar(&f.stable, "stable-fleets", true, "Then converge and resize N fleets of stable pods with warm restarts (workload StatefulSet), the reference first, then the operator.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
 	if *referenceLast {
@@ -116,7 +125,7 @@ type bench struct {
 	// watch is the bench's view of the operator's namespace.
 	watch *watcher
 	// sweepOp is the last operator converge that is not the main one: a
-	// sweep point's, or the balanced order's second.
+	// sweep point's, or an operatorPair's.
 	sweepOp *phaseResult
 }
 
@@ -169,18 +178,25 @@ func (b *bench) run(ctx context.Context) error {
 	logf("bench run: N=%d size=%d workers=%d nodes=%d", f.n, f.size, f.workers, b.s.Nodes)
 
 	order := turns(f.order)
+	if f.stable {
+		order = append(order, turnStableReference, turnStableOperator)
+	}
 	for i, t := range order {
 		logf("turn %d of %d (-order %s): %s", i+1, len(order), f.order, t)
 		var err error
 		switch t {
 		case turnReference:
-			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true)
+			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true, deploymentFleets)
 		case turnOperator:
 			err = b.operatorScenarios(ctx, "bench-op")
 		case turnOperatorAgain:
-			err = b.operatorAgain(ctx, "bench-op-again")
+			b.res.OperatorAgain, err = b.operatorPair(ctx, "bench-op-again", deploymentFleets)
 		case turnReferenceAgain:
-			b.res.ReferenceAgain, err = b.referenceRun(ctx, "bench-ref-again", f.n, f.workers, true)
+			b.res.ReferenceAgain, err = b.referenceRun(ctx, "bench-ref-again", f.n, f.workers, true, deploymentFleets)
+		case turnStableReference:
+			b.res.StableReference, err = b.referenceRun(ctx, "bench-ref-stable", f.n, f.workers, true, stableFleets)
+		case turnStableOperator:
+			b.res.StableOperator, err = b.operatorPair(ctx, "bench-op-stable", stableFleets)
 		}
 		if err != nil {
 			return err
@@ -198,6 +214,9 @@ const (
 	turnOperator       turn = "operator: every scenario"
 	turnOperatorAgain  turn = "operator again: converge and resize"
 	turnReferenceAgain turn = "reference again"
+	// The stable fleets' pair, after the main turns: one order only.
+	turnStableReference turn = "reference: stable fleets with warm restarts"
+	turnStableOperator  turn = "operator: stable fleets with warm restarts, converge and resize"
 )
 
 // turns is the order's sequence: balanced puts each client once first and
@@ -215,7 +234,7 @@ func turns(order string) []turn {
 // operatorScenarios converges, resizes, idles, churns, restarts and loads
 // the admission webhooks with a fresh operator on ns, then deletes ns.
 func (b *bench) operatorScenarios(ctx context.Context, ns string) error {
-	if err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, true); err != nil {
+	if err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, true, deploymentFleets); err != nil {
 		return err
 	}
 	steps := []struct {
@@ -241,7 +260,7 @@ func (b *bench) operatorScenarios(ctx context.Context, ns string) error {
 
 // referenceRun converges n fleets with the reference client (and, when
 // resize, resizes them), then deletes the namespace.
-func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, resize bool) (*pairResult, error) {
+func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, resize, stable bool) (*pairResult, error) {
 	// The operator serves the webhooks every Memcached write goes through;
 	// it watches another namespace meanwhile.
 	if err := b.ensureOperator(ctx, "bench-op", b.f.workers); err != nil {
@@ -252,18 +271,18 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 	}
 	refCtx, stopRef := context.WithCancel(ctx)
 	defer stopRef()
-	ref, err := startReference(refCtx, b.s, ns, workers)
+	ref, err := startReference(refCtx, b.s, ns, workers, stable)
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWatcher(refCtx, b.s, ns)
+	w, err := newWatcher(refCtx, b.s, ns, stable)
 	if err != nil {
 		return nil, err
 	}
 	res := &pairResult{N: n, Workers: workers}
-	logf("reference: converge N=%d workers=%d", n, workers)
+	logf("reference: converge N=%d workers=%d stable=%t", n, workers, stable)
 	res.Converge, err = b.timedPhase(ctx, w, userReference, n, b.f.size, false, func(ctx context.Context) error {
-		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
+		return createFleets(ctx, b.admin, ns, n, int32(b.f.size), stable)
 	})
 	if err != nil {
 		return res, fmt.Errorf("reference converge: %w", err)
@@ -377,7 +396,7 @@ func percentiles(sorted []time.Duration) (p50, p99 float64) {
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // operatorConverge starts a fresh operator on ns and converges n fleets.
-func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int, main bool, extra ...string) error {
+func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int, main, stable bool, extra ...string) error {
 	if err := b.op.stop(); err != nil {
 		return err
 	}
@@ -388,7 +407,7 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 	if err := b.ensureOperator(ctx, ns, workers, extra...); err != nil {
 		return err
 	}
-	w, err := newWatcher(ctx, b.s, ns)
+	w, err := newWatcher(ctx, b.s, ns, stable)
 	if err != nil {
 		return err
 	}
@@ -402,9 +421,9 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 		}
 		b.cpuProfile(ctx, "converge-cpu.pprof")
 	}
-	logf("operator: converge N=%d workers=%d", n, workers)
+	logf("operator: converge N=%d workers=%d stable=%t", n, workers, stable)
 	p, err := b.timedPhase(ctx, w, userOperator, n, b.f.size, false, func(ctx context.Context) error {
-		return createFleets(ctx, b.admin, ns, n, int32(b.f.size))
+		return createFleets(ctx, b.admin, ns, n, int32(b.f.size), stable)
 	})
 	if main {
 		b.res.Operator = &pairResult{N: n, Workers: workers, Converge: p}
@@ -421,25 +440,26 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 	return nil
 }
 
-// operatorAgain is the balanced order's third run: a fresh operator
-// converges and resizes the fleets once more on ns, which is then deleted.
-func (b *bench) operatorAgain(ctx context.Context, ns string) error {
-	err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, false)
-	b.res.OperatorAgain = &pairResult{N: b.f.n, Workers: b.f.workers, Converge: b.sweepOp}
+// operatorPair is a fresh operator's converge and resize of the fleets on
+// ns, which is then deleted: the balanced order's third run, and the stable
+// fleets' run.
+func (b *bench) operatorPair(ctx context.Context, ns string, stable bool) (*pairResult, error) {
+	err := b.operatorConverge(ctx, ns, b.f.n, b.f.workers, false, stable)
+	res := &pairResult{N: b.f.n, Workers: b.f.workers, Converge: b.sweepOp}
 	if err != nil {
-		return err
+		return res, err
 	}
-	logf("operator: resize %d → %d (again)", b.f.size, b.f.resizeTo)
-	b.res.OperatorAgain.Resize, err = b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
+	logf("operator: resize %d → %d (%s)", b.f.size, b.f.resizeTo, ns)
+	res.Resize, err = b.timedPhase(ctx, b.watch, userOperator, b.f.n, b.f.resizeTo, false, func(ctx context.Context) error {
 		return resizeFleets(ctx, b.admin, ns, b.f.n, int32(b.f.resizeTo))
 	})
 	if err != nil {
-		return fmt.Errorf("operator resize (again): %w", err)
+		return res, fmt.Errorf("operator resize (%s): %w", ns, err)
 	}
 	if err := b.op.stop(); err != nil {
-		return err
+		return res, err
 	}
-	return deleteNamespace(ctx, b.admin, ns, convergeTimeout(b.f.n))
+	return res, deleteNamespace(ctx, b.admin, ns, convergeTimeout(b.f.n))
 }
 
 func (b *bench) operatorResize(ctx context.Context, ns string) error {
@@ -677,7 +697,7 @@ func (b *bench) restart(ctx context.Context, ns string) error {
 // reference never limited), each point on a fresh namespace.
 func (b *bench) sweeps(ctx context.Context) error {
 	point := func(sweep string, n, workers int, qps float64, tag string) error {
-		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false)
+		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false, deploymentFleets)
 		if err != nil {
 			return err
 		}
@@ -686,7 +706,7 @@ func (b *bench) sweeps(ctx context.Context) error {
 		if qps > 0 {
 			extra = []string{"--kube-api-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}
 		}
-		if err := b.operatorConverge(ctx, ns, n, workers, false, extra...); err != nil {
+		if err := b.operatorConverge(ctx, ns, n, workers, false, deploymentFleets, extra...); err != nil {
 			return err
 		}
 		b.res.Sweep = append(b.res.Sweep, sweepPoint{
