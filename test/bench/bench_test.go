@@ -8,10 +8,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/controller/desired"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 func TestRequestCounts(t *testing.T) {
@@ -114,13 +118,13 @@ func TestTableNamesTheOrder(t *testing.T) {
 	}
 }
 
-// TestTurns: each order runs both clients, and balanced runs each once
-// before and once after the other.
+// TestTurns: each order runs the three clients, and balanced runs each
+// twice in mirrored places, so the sums of their places are equal.
 func TestTurns(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(turns(orderReferenceFirst)).To(Equal([]turn{turnReference, turnOperator}))
-	g.Expect(turns(orderReferenceLast)).To(Equal([]turn{turnOperator, turnReference}))
-	g.Expect(turns(orderBalanced)).To(Equal([]turn{turnReference, turnOperator, turnOperatorAgain, turnReferenceAgain}))
+	g.Expect(turns(orderReferenceFirst)).To(Equal([]turn{turnReference, turnApplyReference, turnOperator}))
+	g.Expect(turns(orderReferenceLast)).To(Equal([]turn{turnOperator, turnApplyReference, turnReference}))
+	g.Expect(turns(orderBalanced)).To(Equal([]turn{turnReference, turnApplyReference, turnOperator, turnOperatorAgain, turnApplyReferenceAgain, turnReferenceAgain}))
 }
 
 // TestBalancedRatioIsOfTheMeans: with both orders run, the targets judge
@@ -139,16 +143,16 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 	for _, tg := range r.Targets {
 		byName[tg.Name] = tg
 	}
-	conv := byName["converge time / reference at N=10"]
+	conv := byName["converge time / cheapest client at N=10"]
 	g.Expect(conv.Value).To(HavePrefix("mean 12.5s / 12.0s = 1.04; reference first 15.0s / 10.0s = 1.50, reference last 10.0s / 14.0s = 0.71"))
 	g.Expect(conv.Met).To(HaveValue(BeTrue()))
-	resize := byName["resize time / reference at N=10"]
+	resize := byName["resize time / cheapest client at N=10"]
 	g.Expect(resize.Value).To(HavePrefix("mean 11.0s / 12.0s = 0.92"))
 
 	r.OperatorAgain.Converge.Seconds = 20 // (15+20)/2 / 12 = 1.46
 	r.evaluate()
 	for _, tg := range r.Targets {
-		if tg.Name == "converge time / reference at N=10" {
+		if tg.Name == "converge time / cheapest client at N=10" {
 			g.Expect(tg.Met).To(HaveValue(BeFalse()))
 		}
 	}
@@ -243,4 +247,37 @@ func TestQPSSweepIsPlottedAndTabled(t *testing.T) {
 	r.Sweep = nil
 	g.Expect(plots(r, dir)).To(Succeed())
 	g.Expect(filepath.Join(dir, plotQPS)).NotTo(BeAnExistingFile())
+}
+
+// TestCheapestResizePatchesOnlyReplicas: the cheapest client's write after a
+// resize is a merge patch of spec.replicas and nothing else, for both
+// workloads; a pass with no change has nothing to send.
+func TestCheapestResizePatchesOnlyReplicas(t *testing.T) {
+	g := NewWithT(t)
+	build := func(size int32, stable bool) (string, client.Object) {
+		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache-0001", Namespace: "bench", UID: "u1"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To(size)}}
+		if stable {
+			mc.Spec.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
+		}
+		spec := policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:1.6"})
+		kind, ac := "Deployment", runtime.ApplyConfiguration(desired.Deployment(mc, spec))
+		if stable {
+			kind, ac = "StatefulSet", desired.StatefulSet(mc, spec)
+		}
+		obj, err := typedObject(kind, ac)
+		g.Expect(err).NotTo(HaveOccurred())
+		return kind, obj
+	}
+	for _, stable := range []bool{false, true} {
+		kind, before := build(3, stable)
+		_, after := build(5, stable)
+		data, err := client.MergeFrom(before).Data(after)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(data)).To(Equal(`{"spec":{"replicas":5}}`), kind)
+		data, err = client.MergeFrom(before).Data(before)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(data)).To(Equal(`{}`), kind)
+		g.Expect(before.GetOwnerReferences()).To(HaveLen(1), "%s: owned by its fleet, as the operator's", kind)
+	}
 }

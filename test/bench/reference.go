@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,16 +26,29 @@ import (
 	"github.com/example/memcached-operator/internal/policy"
 )
 
-// referenceFieldOwner is the reference's server-side apply field manager.
+// referenceFieldOwner is the reference's field manager.
 const referenceFieldOwner = "bench-reference"
 
-// reference is the physical limit the operator is compared with: a client
-// that makes exactly the writes a fleet needs and nothing else. For a new
-// fleet it applies the operator's own Deployment (a StatefulSet for stable
-// fleets), Service and PodDisruptionBudget at once (same builders, same
-// objects), then writes the status (referenceStatus) once, when the workload
-// is rolled out and every pod is known; after a spec change, one workload
-// apply and one status write. It reads through
+// referenceWrites is how the reference writes a fleet's objects.
+type referenceWrites string
+
+const (
+	// writesCheapest is the cheapest correct client, the physical limit:
+	// typed creates of new objects, then a JSON merge patch of only what
+	// changed (a resize patches spec.replicas and nothing else).
+	writesCheapest referenceWrites = "typed creates and merge patches"
+	// writesApply sends the same objects whole through server-side apply,
+	// as the operator does: what server-side apply itself costs.
+	writesApply referenceWrites = "server-side apply"
+)
+
+// reference is what the operator is compared with: a client that makes
+// exactly the writes a fleet needs and nothing else, in one of two ways
+// (referenceWrites). For a new fleet it writes the operator's own Deployment
+// (a StatefulSet for stable fleets), Service and PodDisruptionBudget at once
+// (same builders, same objects), then writes the status (referenceStatus)
+// once, when the workload is rolled out and every pod is known; after a spec
+// change, one workload write and one status write. It reads through
 // informers like the operator and works with the same number of workers.
 type reference struct {
 	c       client.Client
@@ -42,16 +57,20 @@ type reference struct {
 	workers int
 	// stable: the fleets run on StatefulSets with warm restarts.
 	stable bool
+	writes referenceWrites
 	queue  workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// applied and reported are, per fleet, the generation whose objects
 	// were written and whose final status was written.
 	applied, reported map[string]int64
-	errs              []error
+	// workloads are, per fleet, the workload last written (writesCheapest
+	// patches the difference from it).
+	workloads map[string]client.Object
+	errs      []error
 }
 
-func startReference(ctx context.Context, s *clusterState, ns string, workers int, stable bool) (*reference, error) {
+func startReference(ctx context.Context, s *clusterState, ns string, workers int, stable bool, writes referenceWrites) (*reference, error) {
 	cfg, err := restConfig(s, userReference)
 	if err != nil {
 		return nil, err
@@ -65,9 +84,10 @@ func startReference(ctx context.Context, s *clusterState, ns string, workers int
 		return nil, err
 	}
 	r := &reference{
-		c: c, cache: cch, ns: ns, workers: workers, stable: stable,
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		applied: map[string]int64{}, reported: map[string]int64{},
+		c: c, cache: cch, ns: ns, workers: workers, stable: stable, writes: writes,
+		workloads: map[string]client.Object{},
+		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		applied:   map[string]int64{}, reported: map[string]int64{},
 	}
 	enqueue := func(name string) {
 		if name != "" {
@@ -163,9 +183,9 @@ func (r *reference) sync(ctx context.Context, name string) error {
 		)
 		for kind, obj := range objects {
 			wg.Go(func() {
-				if err := r.c.Apply(ctx, obj, client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
+				if err := r.write(ctx, name, kind, obj, applied == 0); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("reference: applying %s %s: %w", kind, name, err))
+					errs = append(errs, fmt.Errorf("reference: writing %s %s: %w", kind, name, err))
 					mu.Unlock()
 				}
 			})
@@ -212,6 +232,71 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	r.reported[name] = mc.Generation
 	r.mu.Unlock()
 	return nil
+}
+
+// write sends one of a fleet's objects: through server-side apply, or, for
+// the cheapest client, as a typed create of a new fleet's object and a merge
+// patch of what changed in its workload (nothing when nothing did).
+func (r *reference) write(ctx context.Context, name, kind string, obj runtime.ApplyConfiguration, created bool) error {
+	if r.writes == writesApply {
+		return r.c.Apply(ctx, obj, client.FieldOwner(referenceFieldOwner), client.ForceOwnership)
+	}
+	typed, err := typedObject(kind, obj)
+	if err != nil {
+		return err
+	}
+	workload := kind == "Deployment" || kind == "StatefulSet"
+	if created {
+		if err := r.c.Create(ctx, typed, client.FieldOwner(referenceFieldOwner)); err != nil {
+			return err
+		}
+	} else {
+		r.mu.Lock()
+		last := r.workloads[name]
+		r.mu.Unlock()
+		if !workload || last == nil {
+			return fmt.Errorf("no %s of %s written before", kind, name)
+		}
+		patch := client.MergeFrom(last)
+		data, err := patch.Data(typed)
+		if err != nil {
+			return err
+		}
+		if string(data) != "{}" {
+			if err := r.c.Patch(ctx, typed, client.RawPatch(types.MergePatchType, data), client.FieldOwner(referenceFieldOwner)); err != nil {
+				return err
+			}
+		}
+	}
+	if workload {
+		r.mu.Lock()
+		r.workloads[name], _ = typedObject(kind, obj)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// typedObject is the typed object of one of the builders' apply
+// configurations: the same fields, for a typed create or a merge patch.
+func typedObject(kind string, obj runtime.ApplyConfiguration) (client.Object, error) {
+	var out client.Object
+	switch kind {
+	case "Deployment":
+		out = &appsv1.Deployment{}
+	case "StatefulSet":
+		out = &appsv1.StatefulSet{}
+	case "Service":
+		out = &corev1.Service{}
+	case "PodDisruptionBudget":
+		out = &policyv1.PodDisruptionBudget{}
+	default:
+		return nil, fmt.Errorf("no typed object for %s", kind)
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return out, json.Unmarshal(data, out)
 }
 
 // rolledOut tells whether the fleet's workload runs want pods of its

@@ -47,10 +47,10 @@ const (
 	stableFleets     = true
 )
 
-// The orders the two clients run in on one control plane. Whoever runs
+// The orders the clients run in on one control plane. Whoever runs
 // second was measured 14-21 % slower at N=1000, so a
 // single order measures the order as much as the operator; balanced runs
-// reference, operator, operator, reference and compares the means.
+// every client twice in mirrored places (see turns) and compares the means.
 const (
 	orderReferenceFirst = "reference-first"
 	orderReferenceLast  = "reference-last"
@@ -186,15 +186,19 @@ func (b *bench) run(ctx context.Context) error {
 		var err error
 		switch t {
 		case turnReference:
-			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true, deploymentFleets)
+			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true, deploymentFleets, writesCheapest)
+		case turnApplyReference:
+			b.res.ApplyReference, err = b.referenceRun(ctx, "bench-ref-apply", f.n, f.workers, true, deploymentFleets, writesApply)
+		case turnApplyReferenceAgain:
+			b.res.ApplyReferenceAgain, err = b.referenceRun(ctx, "bench-ref-apply-again", f.n, f.workers, true, deploymentFleets, writesApply)
 		case turnOperator:
 			err = b.operatorScenarios(ctx, "bench-op")
 		case turnOperatorAgain:
 			b.res.OperatorAgain, err = b.operatorPair(ctx, "bench-op-again", deploymentFleets)
 		case turnReferenceAgain:
-			b.res.ReferenceAgain, err = b.referenceRun(ctx, "bench-ref-again", f.n, f.workers, true, deploymentFleets)
+			b.res.ReferenceAgain, err = b.referenceRun(ctx, "bench-ref-again", f.n, f.workers, true, deploymentFleets, writesCheapest)
 		case turnStableReference:
-			b.res.StableReference, err = b.referenceRun(ctx, "bench-ref-stable", f.n, f.workers, true, stableFleets)
+			b.res.StableReference, err = b.referenceRun(ctx, "bench-ref-stable", f.n, f.workers, true, stableFleets, writesCheapest)
 		case turnStableOperator:
 			b.res.StableOperator, err = b.operatorPair(ctx, "bench-op-stable", stableFleets)
 		}
@@ -210,25 +214,28 @@ func (b *bench) run(ctx context.Context) error {
 type turn string
 
 const (
-	turnReference      turn = "reference"
-	turnOperator       turn = "operator: every scenario"
-	turnOperatorAgain  turn = "operator again: converge and resize"
-	turnReferenceAgain turn = "reference again"
+	turnReference           turn = "reference, the cheapest client"
+	turnApplyReference      turn = "reference through server-side apply"
+	turnOperator            turn = "operator: every scenario"
+	turnOperatorAgain       turn = "operator again: converge and resize"
+	turnApplyReferenceAgain turn = "reference through server-side apply, again"
+	turnReferenceAgain      turn = "reference, the cheapest client, again"
 	// The stable fleets' pair, after the main turns: one order only.
 	turnStableReference turn = "reference: stable fleets with warm restarts"
 	turnStableOperator  turn = "operator: stable fleets with warm restarts, converge and resize"
 )
 
-// turns is the order's sequence: balanced puts each client once first and
-// once last of the two, so what running second costs falls on both.
+// turns is the order's sequence: balanced runs each of the three clients
+// twice, at places that mirror each other (1 and 6, 2 and 5, 3 and 4), so
+// what running later costs falls on each alike.
 func turns(order string) []turn {
 	switch order {
 	case orderReferenceLast:
-		return []turn{turnOperator, turnReference}
+		return []turn{turnOperator, turnApplyReference, turnReference}
 	case orderBalanced:
-		return []turn{turnReference, turnOperator, turnOperatorAgain, turnReferenceAgain}
+		return []turn{turnReference, turnApplyReference, turnOperator, turnOperatorAgain, turnApplyReferenceAgain, turnReferenceAgain}
 	}
-	return []turn{turnReference, turnOperator}
+	return []turn{turnReference, turnApplyReference, turnOperator}
 }
 
 // operatorScenarios converges, resizes, idles, churns, restarts and loads
@@ -260,7 +267,7 @@ func (b *bench) operatorScenarios(ctx context.Context, ns string) error {
 
 // referenceRun converges n fleets with the reference client (and, when
 // resize, resizes them), then deletes the namespace.
-func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, resize, stable bool) (*pairResult, error) {
+func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, resize, stable bool, writes referenceWrites) (*pairResult, error) {
 	// The operator serves the webhooks every Memcached write goes through;
 	// it watches another namespace meanwhile.
 	if err := b.ensureOperator(ctx, "bench-op", b.f.workers); err != nil {
@@ -271,7 +278,7 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 	}
 	refCtx, stopRef := context.WithCancel(ctx)
 	defer stopRef()
-	ref, err := startReference(refCtx, b.s, ns, workers, stable)
+	ref, err := startReference(refCtx, b.s, ns, workers, stable, writes)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +286,8 @@ func (b *bench) referenceRun(ctx context.Context, ns string, n, workers int, res
 	if err != nil {
 		return nil, err
 	}
-	res := &pairResult{N: n, Workers: workers}
-	logf("reference: converge N=%d workers=%d stable=%t", n, workers, stable)
+	res := &pairResult{N: n, Workers: workers, Writes: string(writes)}
+	logf("reference (%s): converge N=%d workers=%d stable=%t", writes, n, workers, stable)
 	res.Converge, err = b.timedPhase(ctx, w, userReference, n, b.f.size, false, func(ctx context.Context) error {
 		return createFleets(ctx, b.admin, ns, n, int32(b.f.size), stable)
 	})
@@ -333,6 +340,7 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 	if user == userOperator {
 		before, _ = b.op.stats()
 	}
+	api0, etcd0 := b.controlPlaneCPU()
 	t0 := time.Now()
 	if err := act(ctx); err != nil {
 		return nil, err
@@ -369,6 +377,8 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 	if g := conv.deploymentLags; len(g) > 0 {
 		p.DeploymentLagMaxSeconds = round3(g[len(g)-1].Seconds())
 	}
+	api1, etcd1 := b.controlPlaneCPU()
+	p.APIServerCPUSeconds, p.EtcdCPUSeconds = round3(api1-api0), round3(etcd1-etcd0)
 	if user == userOperator {
 		after, _ := b.op.stats()
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
@@ -382,7 +392,26 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		user, p.Converged, n, p.Seconds, p.FleetP50Seconds, p.StatusLagP50Seconds, p.StatusLagP99Seconds,
 		p.EndpointsLagP50Seconds, p.EndpointsLagP99Seconds, p.StatusAfterEndpointsP50Seconds, p.StatusAfterEndpointsP99Seconds,
 		counts.Writes, p.WritesPerFleet, counts)
+	logf("  %s: kube-apiserver %.1f CPU s, etcd %.1f CPU s", user, p.APIServerCPUSeconds, p.EtcdCPUSeconds)
 	return p, err
+}
+
+// controlPlaneCPU is the CPU time kube-apiserver and etcd have used so far,
+// in seconds.
+func (b *bench) controlPlaneCPU() (apiServer, etcd float64) {
+	for _, p := range b.s.Procs {
+		st, err := readProcStats(p.PID)
+		if err != nil {
+			continue
+		}
+		switch p.Name {
+		case "kube-apiserver":
+			apiServer = st.CPUSeconds
+		case "etcd":
+			etcd = st.CPUSeconds
+		}
+	}
+	return apiServer, etcd
 }
 
 // percentiles are the p50 and p99 of sorted durations, in seconds (0, 0 when empty).
@@ -697,7 +726,7 @@ func (b *bench) restart(ctx context.Context, ns string) error {
 // reference never limited), each point on a fresh namespace.
 func (b *bench) sweeps(ctx context.Context) error {
 	point := func(sweep string, n, workers int, qps float64, tag string) error {
-		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false, deploymentFleets)
+		ref, err := b.referenceRun(ctx, "bench-sweep-ref-"+tag, n, workers, false, deploymentFleets, writesCheapest)
 		if err != nil {
 			return err
 		}
