@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +29,10 @@ import (
 	"github.com/example/memcached-operator/test/testenv"
 )
 
+// pollInterval is how often Eventually and Consistently try again, unless a
+// spec says otherwise.
+const pollInterval = 250 * time.Millisecond
+
 var (
 	cfg       *rest.Config
 	k8s       client.Client
@@ -41,6 +46,11 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Many polls start kubectl, a new process each time: at Gomega's 10 ms
+	// default one would start back to back for as long as a wait lasts,
+	// taking the CPU the cluster under test runs on.
+	SetDefaultEventuallyPollingInterval(pollInterval)
+	SetDefaultConsistentlyPollingInterval(pollInterval)
 	testenv.RunSpecs(t, "e2e (testbed cluster)")
 }
 
