@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,9 +23,14 @@ type Event struct {
 // and after. A pass that changed nothing sends none, so events stay a
 // history of changes rather than a heartbeat; the other conditions tell the
 // same story in kstatus' words.
+//
+// What a pass creates is worth an event only with the workload: a fleet
+// built, or its deleted workload built again. An object a spec change brings
+// (the PodDisruptionBudget of a fleet grown to two pods, a NetworkPolicy
+// turned on) is routine, and the status already names that generation.
 func Events(name string, created []string, before, after []metav1.Condition) []Event {
 	var out []Event
-	if len(created) > 0 {
+	if slices.ContainsFunc(created, isWorkload) {
 		out = append(out, Event{Type: corev1.EventTypeNormal, Reason: "Created", Action: "Create",
 			Message: "created " + joinKinds(created) + " for " + name})
 	}
@@ -42,6 +48,8 @@ func Events(name string, created []string, before, after []metav1.Condition) []E
 	}
 	return out
 }
+
+func isWorkload(kind string) bool { return kind == "Deployment" || kind == "StatefulSet" }
 
 // joinKinds lists kinds as a sentence: "Deployment, Service and PodDisruptionBudget".
 func joinKinds(kinds []string) string {
