@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -281,6 +282,28 @@ var _ = Describe("Memcached controller", func() {
 		Eventually(condition(mc, cachev1alpha1.ConditionAvailable)).Should(HaveField("Status", metav1.ConditionFalse))
 		Expect(condition(mc, cachev1alpha1.ConditionAvailable)(Default)).To(And(HaveField("Reason", cachev1alpha1.ReasonScalingUp),
 			HaveField("Message", "2 of 4 pods available; scaling up, and no ready pod was lost")))
+	})
+
+	It("sends no Created event for the PodDisruptionBudget a fleet grown to two pods gets", func() {
+		mc := sample(ns, 1)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		createdNotes := func(g Gomega) []string {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Regarding.UID == mc.UID && e.Reason == "Created" {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}
+		Eventually(createdNotes).Should(Equal([]string{"created Deployment and Service for " + mc.Name}))
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(mc), &policyv1.PodDisruptionBudget{}) }).Should(Succeed())
+		Eventually(func(g Gomega) int64 { return statusOf(mc)(g).ObservedGeneration }).Should(Equal(mc.Generation))
+		// Events are sent asynchronously: a late one would show within this window.
+		Consistently(createdNotes).WithTimeout(3 * time.Second).Should(HaveLen(1))
 	})
 
 	It("never reports a template change as rolled out before the Deployment has rolled it", func() {
