@@ -103,7 +103,9 @@ func createFleets(ctx context.Context, c client.Client, ns string, n int, size i
 		}
 		if stable {
 			mc.Spec.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
-			mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
+			// kwok runs no container: any launcher image does, and the
+			// bench's operator has no --exporter-image to default it from.
+			mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true, LauncherImage: ptr.To("memcached-operator:bench")}
 		}
 		if err := c.Create(ctx, mc); err != nil {
 			return fmt.Errorf("creating Memcached %s: %w", mc.Name, err)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,9 @@ type bench struct {
 	// sweepOp is the last operator converge that is not the main one: a
 	// sweep point's, or an operatorPair's.
 	sweepOp *phaseResult
+	// profiling is held while a CPU profile runs: the Go runtime takes one
+	// at a time, and a phase can end before its profile does.
+	profiling sync.Mutex
 }
 
 func newBench(ctx context.Context, f runFlags) (*bench, error) {
@@ -506,13 +510,15 @@ func (b *bench) operatorResize(ctx context.Context, ns string) error {
 }
 
 // cpuProfile starts a CPU profile of the operator that runs for
-// -profile-seconds in the background and is saved under profiles/ (a failure
-// is logged, as for heapProfile).
+// -profile-seconds in the background, after the one before it ends, and is
+// saved under profiles/ (a failure is logged, as for heapProfile).
 func (b *bench) cpuProfile(ctx context.Context, name string) {
 	if b.f.profileSeconds <= 0 {
 		return
 	}
 	go func() {
+		b.profiling.Lock()
+		defer b.profiling.Unlock()
 		file := filepath.Join(b.out, "profiles", name)
 		_ = os.MkdirAll(filepath.Dir(file), 0o755)
 		if err := b.op.profile(ctx, "profile", b.f.profileSeconds, file); err != nil {
