@@ -49,9 +49,12 @@ const ArgsAnnotation = "memcached.cache.example.com/args"
 func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha1.MemcachedSpec) {
 	pod := tpl.Spec
 	pod.WithVolumes(
+		// apiVersion as the API server defaults it: the selector is kept
+		// whole, so what the operator reads back of its own apply has it,
+		// and a selector without it would differ on every pass.
 		corev1ac.Volume().WithName(argsVolumeName).WithDownwardAPI(corev1ac.DownwardAPIVolumeSource().
 			WithItems(corev1ac.DownwardAPIVolumeFile().WithPath("args").
-				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.annotations['"+ArgsAnnotation+"']")))),
+				WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.annotations['"+ArgsAnnotation+"']")))),
 		corev1ac.Volume().WithName(memoryVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithMedium(corev1.StorageMediumMemory).
 			// The file is -m megabytes, its metadata a few kilobytes.
