@@ -102,6 +102,10 @@ func TestWarmStatefulSet(t *testing.T) {
 	}
 	same := hash(func(*cachev1alpha1.MemcachedSpec) {})
 	g.Expect(same).NotTo(BeEmpty())
+	// The hash this template had when warm restarts shipped: an operator
+	// that names the same template otherwise replaces every warm pod, and
+	// its cache, when it is upgraded.
+	g.Expect(same).To(Equal(warmTemplateHash), "an operator upgrade changed the template hash of an unchanged spec")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:other") })).To(Equal(same), "an image change can be made in place")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) })).To(Equal(same), "the size is not the pods'")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](2048) })).To(Equal(same), "a command line change is made in place")
@@ -169,3 +173,7 @@ func TestWarmWarningsMatchTheTemplate(t *testing.T) {
 	g.Expect(inPlace).To(BeNumerically(">=", 50), "changes made in place drawn")
 	g.Expect(replaced).To(BeNumerically(">=", 50), "changes that replace pods drawn")
 }
+
+// warmTemplateHash is the template hash of fleettest's warm fleet, as written
+// by the operator since warm restarts shipped.
+const warmTemplateHash = "a1cc2b41b01b547c"

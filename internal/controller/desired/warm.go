@@ -99,6 +99,18 @@ func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	}
 	delete(t.Annotations, TemplateAnnotation)
 	delete(t.Annotations, ArgsAnnotation)
+	// Without the fieldRef's apiVersion, which the API server fills in
+	// anyway: operators that set it and operators that did not name the
+	// same template, so an upgrade replaces no pod.
+	for _, v := range t.Spec.Volumes {
+		if v.DownwardAPI != nil {
+			for i := range v.DownwardAPI.Items {
+				if f := v.DownwardAPI.Items[i].FieldRef; f != nil && f.APIVersion == "v1" {
+					f.APIVersion = ""
+				}
+			}
+		}
+	}
 	for i := range t.Spec.Containers {
 		if t.Spec.Containers[i].Name == containerName {
 			t.Spec.Containers[i].Image = ""
