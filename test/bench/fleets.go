@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,11 +161,7 @@ func newWatcher(ctx context.Context, s *clusterState, ns string, stable bool) (*
 	// its pods are Ready and its workload available again. EndpointSlices:
 	// when the cluster's second pipeline (pods → endpointslice controller)
 	// has listed a fleet's pods, which is what its clients resolve.
-	var kind client.Object = &appsv1.Deployment{}
-	if stable {
-		kind = &appsv1.StatefulSet{}
-	}
-	for _, obj := range []client.Object{&corev1.Pod{}, kind, &discoveryv1.EndpointSlice{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, workloadKind(stable), &discoveryv1.EndpointSlice{}} {
 		if _, err := cch.GetInformer(ctx, obj); err != nil {
 			cancel()
 			return nil, err
@@ -250,39 +247,48 @@ func fleetReady(mc *cachev1alpha1.Memcached, size int32, pods []string) bool {
 
 // workload is what the bench reads of a fleet's Deployment or StatefulSet.
 type workload struct {
-	name                               string
-	want, replicas, updated, available int32
-	generation, observed               int64
+	name                                      string
+	want, replicas, ready, updated, available int32
+	generation, observed                      int64
+}
+
+// workloadOf reads a Deployment or a StatefulSet.
+func workloadOf(obj runtime.Object) workload {
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		st := o.Status
+		return workload{o.Name, ptr.Deref(o.Spec.Replicas, 1), st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas, o.Generation, st.ObservedGeneration}
+	case *appsv1.Deployment:
+		st := o.Status
+		return workload{o.Name, ptr.Deref(o.Spec.Replicas, 1), st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas, o.Generation, st.ObservedGeneration}
+	}
+	return workload{}
+}
+
+// workloadKind is an empty Deployment, or StatefulSet for stable fleets.
+func workloadKind(stable bool) client.Object {
+	if stable {
+		return &appsv1.StatefulSet{}
+	}
+	return &appsv1.Deployment{}
 }
 
 // workloads are the fleets' Deployments, or StatefulSets for stable fleets,
 // as the cache holds them.
 func (w *watcher) workloads(ctx context.Context) ([]workload, error) {
-	var out []workload
+	var list client.ObjectList = &appsv1.DeploymentList{}
 	if w.stable {
-		sets := &appsv1.StatefulSetList{}
-		if err := w.cache.List(ctx, sets, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		for i := range sets.Items {
-			s := &sets.Items[i]
-			out = append(out, workload{name: s.Name, want: ptr.Deref(s.Spec.Replicas, 1), replicas: s.Status.Replicas,
-				updated: s.Status.UpdatedReplicas, available: s.Status.AvailableReplicas,
-				generation: s.Generation, observed: s.Status.ObservedGeneration})
-		}
-		return out, nil
+		list = &appsv1.StatefulSetList{}
 	}
-	deps := &appsv1.DeploymentList{}
-	if err := w.cache.List(ctx, deps, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.cache.List(ctx, list, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		out = append(out, workload{name: d.Name, want: ptr.Deref(d.Spec.Replicas, 1), replicas: d.Status.Replicas,
-			updated: d.Status.UpdatedReplicas, available: d.Status.AvailableReplicas,
-			generation: d.Generation, observed: d.Status.ObservedGeneration})
-	}
-	return out, nil
+	var out []workload
+	err := meta.EachListItem(list, func(obj runtime.Object) error {
+		out = append(out, workloadOf(obj))
+		return nil
+	})
+	return out, err
 }
 
 // rolledOut reports the fleets whose workload runs size pods of its

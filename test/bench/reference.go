@@ -94,13 +94,9 @@ func startReference(ctx context.Context, s *clusterState, ns string, workers int
 			r.queue.Add(name)
 		}
 	}
-	var kind client.Object = &appsv1.Deployment{}
-	if stable {
-		kind = &appsv1.StatefulSet{}
-	}
 	handlers := map[client.Object]func(obj any) string{
 		&cachev1alpha1.Memcached{}: func(obj any) string { return nameOf(obj) },
-		kind:                       func(obj any) string { return nameOf(obj) },
+		workloadKind(stable):       func(obj any) string { return nameOf(obj) },
 		podMeta(): func(obj any) string {
 			if m, ok := obj.(metav1.Object); ok {
 				return m.GetLabels()[desired.LabelInstance]
@@ -302,30 +298,13 @@ func typedObject(kind string, obj runtime.ApplyConfiguration) (client.Object, er
 // rolledOut tells whether the fleet's workload runs want pods of its
 // current generation, all available, and the replica counts its status gives.
 func (r *reference) rolledOut(ctx context.Context, key types.NamespacedName, want int32) (replicas, ready int32, ok bool, err error) {
-	var (
-		spec                 *int32
-		updated, available   int32
-		generation, observed int64
-	)
-	if r.stable {
-		set := &appsv1.StatefulSet{}
-		if err := r.cache.Get(ctx, key, set); err != nil {
-			return 0, 0, false, client.IgnoreNotFound(err)
-		}
-		s := set.Status
-		spec, generation, observed = set.Spec.Replicas, set.Generation, s.ObservedGeneration
-		replicas, ready, updated, available = s.Replicas, s.ReadyReplicas, s.UpdatedReplicas, s.AvailableReplicas
-	} else {
-		dep := &appsv1.Deployment{}
-		if err := r.cache.Get(ctx, key, dep); err != nil {
-			return 0, 0, false, client.IgnoreNotFound(err)
-		}
-		s := dep.Status
-		spec, generation, observed = dep.Spec.Replicas, dep.Generation, s.ObservedGeneration
-		replicas, ready, updated, available = s.Replicas, s.ReadyReplicas, s.UpdatedReplicas, s.AvailableReplicas
+	obj := workloadKind(r.stable)
+	if err := r.cache.Get(ctx, key, obj); err != nil {
+		return 0, 0, false, client.IgnoreNotFound(err)
 	}
-	ok = observed >= generation && ptr.Deref(spec, -1) == want && updated == want && replicas == want && available == want
-	return replicas, ready, ok, nil
+	wl := workloadOf(obj)
+	ok = wl.observed >= wl.generation && wl.want == want && wl.updated == want && wl.replicas == want && wl.available == want
+	return wl.replicas, wl.ready, ok, nil
 }
 
 // errors returns the errors the reference met (retried; reported at the end).
