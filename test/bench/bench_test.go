@@ -281,3 +281,18 @@ func TestCheapestResizePatchesOnlyReplicas(t *testing.T) {
 		g.Expect(before.GetOwnerReferences()).To(HaveLen(1), "%s: owned by its fleet, as the operator's", kind)
 	}
 }
+
+// TestAPIServerCPURatio: the API server's CPU is compared like time, the
+// operator's over the cheapest client's, and printed in CPU seconds.
+func TestAPIServerCPURatio(t *testing.T) {
+	g := NewWithT(t)
+	run := func(cpu float64) *pairResult {
+		return &pairResult{N: 10, Converge: &phaseResult{Seconds: 10, Fleets: 10, Converged: 10, APIServerCPUSeconds: cpu}}
+	}
+	var r results
+	r.Config.N, r.Config.Order = 10, orderReferenceFirst
+	r.Reference, r.Operator = run(10), run(16)
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "API server CPU, converge: operator / cheapest client"),
+		HaveField("Value", "16.0 CPU s / 10.0 CPU s = 1.60"), HaveField("Met", HaveValue(BeFalse())))))
+}

@@ -265,6 +265,9 @@ func (r *reference) write(ctx context.Context, name, kind string, obj runtime.Ap
 		}
 	}
 	if workload {
+		// Built again rather than kept: the create and the patch filled
+		// typed in with the server's defaults, which the next patch,
+		// computed from it, would then remove.
 		r.mu.Lock()
 		r.workloads[name], _ = typedObject(kind, obj)
 		r.mu.Unlock()

@@ -300,16 +300,16 @@ func (r *results) evaluate() {
 // client), and what server-side apply costs the same client (apply over
 // cheapest, in time and in API server CPU).
 func (r *results) evaluateCost(add func(target), name string, phase func(*pairResult) *phaseResult, timing func(bool) *bool) {
-	if value, ratio, ok := r.ratio(phase, apiServerSeconds, r.Operator, r.OperatorAgain, r.Reference, r.ReferenceAgain); ok {
-		add(target{Name: "API server CPU, " + name + ": operator / cheapest client", Value: strings.ReplaceAll(value, "s ", " CPU s "),
+	if value, ratio, ok := r.ratio(phase, apiServerSeconds, " CPU s", r.Operator, r.OperatorAgain, r.Reference, r.ReferenceAgain); ok {
+		add(target{Name: "API server CPU, " + name + ": operator / cheapest client", Value: value,
 			Limit: "≤ 1.5", Met: timing(ratio <= 1.5), Note: etcdNote(phase, r.Operator, r.Reference)})
 	}
-	if value, _, ok := r.ratio(phase, seconds, r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
+	if value, _, ok := r.ratio(phase, seconds, "s", r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
 		add(target{Name: name + " time: server-side apply client / cheapest client", Value: value, Limit: "reported",
 			Note: "writes/fleet " + refWrites(r.ApplyReference, name == "converge") + " against " + refWrites(r.Reference, name == "converge")})
 	}
-	if value, _, ok := r.ratio(phase, apiServerSeconds, r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
-		add(target{Name: "API server CPU, " + name + ": server-side apply client / cheapest client", Value: strings.ReplaceAll(value, "s ", " CPU s "), Limit: "reported"})
+	if value, _, ok := r.ratio(phase, apiServerSeconds, " CPU s", r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
+		add(target{Name: "API server CPU, " + name + ": server-side apply client / cheapest client", Value: value, Limit: "reported"})
 	}
 }
 
@@ -359,7 +359,7 @@ func resizeOf(p *pairResult) *phaseResult   { return p.Resize }
 
 // timeRatio is the operator's time over the cheapest client's in one phase.
 func (r *results) timeRatio(phase func(*pairResult) *phaseResult) (value string, ratio float64, ok bool) {
-	return r.ratio(phase, seconds, r.Operator, r.OperatorAgain, r.Reference, r.ReferenceAgain)
+	return r.ratio(phase, seconds, "s", r.Operator, r.OperatorAgain, r.Reference, r.ReferenceAgain)
 }
 
 func seconds(p *phaseResult) float64          { return p.Seconds }
@@ -369,7 +369,7 @@ func apiServerSeconds(p *phaseResult) float64 { return p.APIServerCPUSeconds }
 // its runs, the second nil unless the order is balanced). With both runs of
 // both it is the ratio of the means, and the value also gives each pair's
 // own: b first (the earlier runs) and b last.
-func (r *results) ratio(phase func(*pairResult) *phaseResult, measure func(*phaseResult) float64, a, a2, b, b2 *pairResult) (value string, ratio float64, ok bool) {
+func (r *results) ratio(phase func(*pairResult) *phaseResult, measure func(*phaseResult) float64, unit string, a, a2, b, b2 *pairResult) (value string, ratio float64, ok bool) {
 	of := func(p *pairResult) *phaseResult {
 		if p == nil {
 			return nil
@@ -383,7 +383,7 @@ func (r *results) ratio(phase func(*pairResult) *phaseResult, measure func(*phas
 	x2, y2 := of(a2), of(b2)
 	if x2 == nil || y2 == nil || measure(y2) == 0 {
 		ratio = measure(x) / measure(y)
-		value = fmt.Sprintf("%.1fs / %.1fs = %.2f", measure(x), measure(y), ratio)
+		value = fmt.Sprintf("%.1f%s / %.1f%s = %.2f", measure(x), unit, measure(y), unit, ratio)
 		if r.Config.Order == orderBalanced {
 			// A run that stopped before its second pair: say the ratio is
 			// one order's, under a header that names both.
@@ -393,8 +393,9 @@ func (r *results) ratio(phase func(*pairResult) *phaseResult, measure func(*phas
 	}
 	xMean, yMean := (measure(x)+measure(x2))/2, (measure(y)+measure(y2))/2
 	ratio = xMean / yMean
-	return fmt.Sprintf("mean %.1fs / %.1fs = %.2f; reference first %.1fs / %.1fs = %.2f, reference last %.1fs / %.1fs = %.2f",
-		xMean, yMean, ratio, measure(x), measure(y), measure(x)/measure(y), measure(x2), measure(y2), measure(x2)/measure(y2)), ratio, true
+	f := func(v float64) string { return fmt.Sprintf("%.1f%s", v, unit) }
+	return fmt.Sprintf("mean %s / %s = %.2f; reference first %s / %s = %.2f, reference last %s / %s = %.2f",
+		f(xMean), f(yMean), ratio, f(measure(x)), f(measure(y)), measure(x)/measure(y), f(measure(x2)), f(measure(y2)), measure(x2)/measure(y2)), ratio, true
 }
 
 func refWrites(ref *pairResult, converge bool) string {
