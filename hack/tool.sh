@@ -164,6 +164,14 @@ go_registry() {
     -o "$OUT" ./cmd/registry)
 }
 go_etcd() { (cd "$HERE/build/etcd" && go build -ldflags "-s -w" -o "$OUT" ./cmd/etcd); }
+# go_wrapper DIR MODULE VERSION PKG [LDFLAGS] builds PKG from the wrapper
+# module hack/build/DIR, which must require MODULE at the pinned VERSION.
+go_wrapper() {
+  local dir=$HERE/build/$1 module=$2 want=$3 pkg=$4 ldflags=${5:-} v
+  v=$(cd "$dir" && go list -m -f '{{.Version}}' "$module")
+  [[ $v == "$want" ]] || { log "hack/build/$1 requires $module $v, versions.env pins $want"; return 1; }
+  (cd "$dir" && go build ${TAGS:+-tags "$TAGS"} -ldflags "-s -w $ldflags" -o "$OUT" "$pkg")
+}
 go_install() {
   local pkg=$1 ldflags=${2:-} tmp
   tmp=$(mktemp -d "$STORE/.gobin.XXXXXX")
@@ -188,12 +196,12 @@ path_of() {
       local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
       local d="$STORE/tools/helm-$HELM_VERSION"
       # Without the Kubernetes version stamped in, offline rendering assumes 1.20.
-      build "$name" "$d" go_install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
+      build "$name" "$d" go_wrapper helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
         "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     containerd|ctr|containerd-shim-runc-v2)
       # btrfs support needs cgo; everything else builds static.
       local d="$STORE/containerd/$CONTAINERD_VERSION/$name"
-      TAGS=no_btrfs build "$name" "$d" go_install "github.com/containerd/containerd/v2/cmd/$name@$CONTAINERD_VERSION" \
+      TAGS=no_btrfs build "$name" "$d" go_wrapper containerd github.com/containerd/containerd/v2 "$CONTAINERD_VERSION" "github.com/containerd/containerd/v2/cmd/$name" \
         "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
     coredns)
       local d="$STORE/coredns/$COREDNS_VERSION/coredns"; build coredns "$d" go_coredns ;;
