@@ -230,17 +230,18 @@ path_of() {
     kwok)
       # Simulated nodes and pods for the bench (test/bench); no kubelet, no containers.
       local d="$STORE/tools/kwok-$KWOK_VERSION"
-      build "$name" "$d" go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" \
+      build "$name" "$d" go_wrapper kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
         "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
     kube-network-policies)
       local d="$STORE/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION-$KUBE_NETWORK_POLICIES_BUILD/kube-network-policies"
       build "$name" "$d" go_kube_network_policies ;;
     helm4)
-      # Helm 4 beside Helm 3: the e2e suite's lifecycle specs run with both
-      # majors. It reads the Kubernetes version it assumes offline from the
-      # client-go in its build info, so only its own version is stamped.
+      # Helm 4 beside Helm 3 (one wrapper module): the e2e suite's lifecycle
+      # specs run with both majors. It reads the Kubernetes version it assumes
+      # offline from the client-go in its build info, so only its own version
+      # is stamped.
       local d="$STORE/tools/helm-$HELM4_VERSION"
-      build "$name" "$d" go_install "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION" \
+      build "$name" "$d" go_wrapper helm helm.sh/helm/v4 "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \
         "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
     registry)
       local d="$STORE/registry/$REGISTRY_VERSION-$REGISTRY_BUILD/registry"
