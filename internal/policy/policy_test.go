@@ -302,9 +302,18 @@ func TestValidateCreate(t *testing.T) {
 		}, errPaths: []string{"spec.podAnnotations[Container.Seccomp.Security.Alpha.Kubernetes.IO/memcached]",
 			"spec.podAnnotations[container.apparmor.security.beta.kubernetes.io/memcached]", "spec.podAnnotations[controller.kubernetes.io/pod-deletion-cost]",
 			"spec.podAnnotations[example.k8s.io/x]", "spec.podAnnotations[kubernetes.io/psp]", "spec.podAnnotations[seccomp.security.alpha.kubernetes.io/pod]"}},
+		{name: "annotations the operator writes on its pods, in every spelling", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodAnnotations = map[string]string{
+				"memcached.cache.example.com/args":         `["-m","1"]`,
+				"Memcached.Cache.Example.COM/pod-template": "x",
+				"cache.example.com/restarts":               "0",
+				"other.cache.example.com/x":                "y",
+			}
+		}, errPaths: []string{"spec.podAnnotations[Memcached.Cache.Example.COM/pod-template]", "spec.podAnnotations[cache.example.com/restarts]",
+			"spec.podAnnotations[memcached.cache.example.com/args]", "spec.podAnnotations[other.cache.example.com/x]"}},
 		{name: "allowed annotations, reserved or not", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodAnnotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "true", "kubectl.kubernetes.io/default-container": "memcached",
-				"prometheus.io/scrape": "true", "notkubernetes.io/x": "y", "plain": "z"}
+				"prometheus.io/scrape": "true", "notkubernetes.io/x": "y", "plain": "z", "notcache.example.com/x": "y"}
 		}},
 		{name: "invalid nodeSelector", mutate: func(s *cachev1alpha1.MemcachedSpec) { s.NodeSelector = map[string]string{"pool": "a b"} },
 			errPaths: []string{"spec.nodeSelector"}},

@@ -463,11 +463,17 @@ var AllowedReservedPodAnnotations = []string{
 	"kubectl.kubernetes.io/default-logs-container",
 }
 
+// OperatorAnnotationDomain is the prefix domain of the annotations the
+// operator writes on a fleet's pods (a warm pod's template hash, memcached's
+// command line, its restart count); spec.podAnnotations may not set them.
+const OperatorAnnotationDomain = "cache.example.com"
+
 // validatePodAnnotations refuses the keys under Kubernetes' reserved
 // prefixes (kubernetes.io, k8s.io and their subdomains) beyond the allowed
 // ones: among them are the AppArmor and seccomp annotations that would undo
 // the pods' restricted profile, and the pod-deletion cost the operator's
-// scale-down sets.
+// scale-down sets. Keys under the operator's own domain are refused too: a
+// warm pod's memcached runs the command line its annotation holds.
 func validatePodAnnotations(path *field.Path, annotations map[string]string) field.ErrorList {
 	errs := apivalidation.ValidateAnnotations(annotations, path)
 	for _, key := range slices.Sorted(maps.Keys(annotations)) {
@@ -476,6 +482,11 @@ func validatePodAnnotations(path *field.Path, annotations map[string]string) fie
 			continue
 		}
 		prefix = strings.ToLower(prefix)
+		if prefix == OperatorAnnotationDomain || strings.HasSuffix(prefix, "."+OperatorAnnotationDomain) {
+			errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(
+				"keys under %s are the operator's own (a warm pod's command line among them)", OperatorAnnotationDomain)))
+			continue
+		}
 		for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
 			if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
 				errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(

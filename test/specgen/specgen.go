@@ -141,7 +141,7 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 		}
 	}
 	sp.PodLabels = strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/instance", "bad key"}, []string{"a", "cache-1"}, []string{"-b-", "a b"})
-	sp.PodAnnotations = strMap(s, 2, []string{"note", "example.com/scrape"}, []string{"a/b/c", ""}, []string{"anything at all", ""}, nil)
+	sp.PodAnnotations = strMap(s, 2, []string{"note", "example.com/scrape"}, []string{"a/b/c", "", "Memcached.Cache.Example.com/args", "controller.kubernetes.io/pod-deletion-cost"}, []string{"anything at all", ""}, nil)
 	sp.PriorityClassName = opt(s, []string{"high", "system-cluster-critical"}, []string{"Bad_Name", ""})
 	if s.maybe() {
 		m := &cachev1alpha1.MonitoringSpec{}

@@ -216,8 +216,9 @@ type MemcachedSpec struct {
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
 	// podAnnotations are added to the pods' annotations, at most 32 of at
-	// most 1024 bytes each. Keys under kubernetes.io and k8s.io are refused
-	// but for cluster-autoscaler.kubernetes.io/safe-to-evict and
+	// most 1024 bytes each. Keys under cache.example.com (the operator's
+	// own) are refused, and so are keys under kubernetes.io and k8s.io but
+	// for cluster-autoscaler.kubernetes.io/safe-to-evict and
 	// kubectl.kubernetes.io/default-container and default-logs-container.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="each pod annotation's value is at most 1024 bytes"

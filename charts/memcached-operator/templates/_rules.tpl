@@ -159,8 +159,9 @@ X.?claims.orValue([]).size() == 0 && [X.?limits.orValue({}), X.?requests.orValue
   expression: >-
     @.spec.?podAnnotations.orValue({}).all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue() &&
     (!k.contains('/') || k in ['cluster-autoscaler.kubernetes.io/safe-to-evict', 'kubectl.kubernetes.io/default-container', 'kubectl.kubernetes.io/default-logs-container'] ||
-    !(k.split('/')[0].lowerAscii() in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].lowerAscii().endsWith('.kubernetes.io') || k.split('/')[0].lowerAscii().endsWith('.k8s.io'))))
-  message: "spec.podAnnotations: keys must be qualified names, and none under kubernetes.io or k8s.io (AppArmor and seccomp profiles, the deletion cost) but cluster-autoscaler.kubernetes.io/safe-to-evict, kubectl.kubernetes.io/default-container and kubectl.kubernetes.io/default-logs-container"
+    !(k.split('/')[0].lowerAscii() in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].lowerAscii().endsWith('.kubernetes.io') || k.split('/')[0].lowerAscii().endsWith('.k8s.io'))) &&
+    (!k.contains('/') || !(k.split('/')[0].lowerAscii() == 'cache.example.com' || k.split('/')[0].lowerAscii().endsWith('.cache.example.com'))))
+  message: "spec.podAnnotations: keys must be qualified names, none under cache.example.com (the operator's own), and none under kubernetes.io or k8s.io (AppArmor and seccomp profiles, the deletion cost) but cluster-autoscaler.kubernetes.io/safe-to-evict, kubectl.kubernetes.io/default-container and kubectl.kubernetes.io/default-logs-container"
 - name: podSpec
   expression: >-
     @.spec.?imagePullSecrets.orValue([]).all(s, !format.dns1123Subdomain().validate(s.?name.orValue('')).hasValue()) &&
