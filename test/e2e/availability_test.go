@@ -364,10 +364,13 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		Expect(res.failed*size).To(BeNumerically("<=", res.ops), "errors within one server's share")
 	})
 
-	It("replaces a lost node's pods elsewhere within nodeLossTolerationSeconds, and the node rejoins", func() {
+	It("replaces a lost node's pods elsewhere within nodeLossTolerationSeconds, and the node rejoins; a stable fleet's pod waits for it under its name", func() {
 		const size = 3
 		mustRun(kubectlApply(fleetManifest("survivor", "  size: 3\n  antiAffinityPreset: soft\n  nodeLossTolerationSeconds: 10\n")))
+		// One stable pod on every node (hard anti-affinity), so the lost node has one.
+		mustRun(kubectlApply(fleetManifest("anchored", "  size: 3\n  workload: StatefulSet\n  antiAffinityPreset: hard\n  nodeLossTolerationSeconds: 10\n")))
 		fleetReady("survivor", size)
+		fleetReady("anchored", size)
 		// A worker, not the node that runs the control plane's processes.
 		var lost string
 		var lostPods []string
@@ -410,11 +413,35 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		Expect(replacedAfter-notReadyAfter).To(BeNumerically("<", 90*time.Second),
 			"replaced within the toleration (10 s) plus the taint manager's and the ReplicaSet's own delay")
 
+		// The stable fleet's pod on the lost node: out of status.servers, and
+		// not started anywhere else (a StatefulSet never runs two pods of one
+		// name), even now that the Deployment's have moved.
+		var anchored string
+		for i := range size {
+			pod := &corev1.Pod{}
+			name := fmt.Sprintf("anchored-%d", i)
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: availabilityNamespace, Name: name}, pod)).To(Succeed())
+			if pod.Spec.NodeName == lost {
+				anchored = name
+			}
+		}
+		Expect(anchored).NotTo(BeEmpty(), "hard anti-affinity put one stable pod on every node")
+		servers := func(g Gomega) []string {
+			mc, err := getMemcached(availabilityNamespace, "anchored")
+			g.Expect(err).NotTo(HaveOccurred())
+			return mc.Status.Servers
+		}
+		Eventually(servers).WithTimeout(wait).Should(And(HaveLen(size-1),
+			Not(ContainElement(HavePrefix(anchored+".")))), "status.servers drops the pod its node no longer runs")
+		Expect(fleetPods(ctx, Default, "anchored")).NotTo(HaveKeyWithValue(anchored, Not(Equal(lost))), "not started on another node")
+
 		nodeCtl("start", lost)
 		Eventually(func(g Gomega) {
 			g.Expect(slices.ContainsFunc(schedulableNodes(ctx, g), func(n corev1.Node) bool { return n.Name == lost })).To(BeTrue())
 		}).WithTimeout(3*time.Minute).Should(Succeed(), "the node rejoins")
 		fleetReady("survivor", size)
+		fleetReady("anchored", size)
+		Eventually(servers).WithTimeout(wait).Should(ContainElement(HavePrefix(anchored+".")), "back under its name once its node returns")
 	})
 
 	It("keeps admitting while the node of the leading operator replica is drained (two replicas)", func() {
