@@ -102,6 +102,9 @@ func ValidateUpdate(oldMC, mc *cachev1alpha1.Memcached, limits Limits) (field.Er
 	if restartsPods(&oldMC.Spec, &mc.Spec) {
 		warnings = append(warnings, restartWarning(&oldMC.Spec, &mc.Spec))
 	}
+	if Paused(mc) {
+		warnings = append(warnings, PausedWarning)
+	}
 	return errs, warnings
 }
 

@@ -598,6 +598,11 @@ const (
 	// ConditionCertificateReady is present while spec.tls is enabled: the
 	// Ready condition of the fleet's cert-manager Certificate.
 	ConditionCertificateReady = "CertificateReady"
+	// ConditionPaused is present, True, while the fleet carries the
+	// PausedAnnotation: the operator leaves its objects alone. kstatus does
+	// not read it; a spec changed while paused shows as an observedGeneration
+	// behind the generation (kstatus: InProgress) until the operator resumes.
+	ConditionPaused = "Paused"
 )
 
 // Condition reasons of a Memcached.
@@ -665,7 +670,14 @@ const (
 	// ReasonCertificateAPIMissing: the cluster does not serve
 	// cert-manager.io/v1; the operator looks again every minute.
 	ReasonCertificateAPIMissing = "CertificateAPIMissing"
+	// ReasonPaused: the fleet carries the PausedAnnotation.
+	ReasonPaused = "Paused"
 )
+
+// PausedAnnotation on a Memcached, with the value "true", makes the operator
+// leave the fleet's objects alone (no apply, no scale-down mark, no status
+// but the Paused condition) until it is removed or set to another value.
+const PausedAnnotation = "memcached.cache.example.com/paused"
 
 // Memcached is a fleet of memcached pods behind a headless Service.
 // Its name names the Deployment, the Service (a DNS-1035 label: at most 63

@@ -146,6 +146,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references hand the children to the garbage collector.
 		return ctrl.Result{}, nil
 	}
+	if policy.Paused(mc) {
+		// Nothing is read or written but the Paused condition, once: the
+		// fleet's objects are the user's until the annotation goes.
+		read := mc.DeepCopy()
+		status.Pause(mc)
+		_, err := r.writer().write(ctx, r.Client, read, mc)
+		return ctrl.Result{}, err
+	}
 	s := &scope{original: mc.DeepCopy(), memcached: mc, spec: policy.Resolve(&mc.Spec, r.Defaults)}
 
 	run := func(name string, p phase) error {

@@ -459,6 +459,71 @@ var _ = Describe("Memcached controller", func() {
 		GinkgoWriter.Printf("%s: no-op reconciles: %d, write requests: %d\n", file, passes, writes.Load())
 	}, sampleEntries())
 
+	It("leaves a paused fleet's objects alone with zero writes, says so, and resumes without a rollout", func() {
+		mc := sample(ns, 2)
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(replicasOf(mc)).Should(Equal(int32(2)))
+		markRolledOut(mc)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, key(mc), dep)).To(Succeed())
+		template := dep.Spec.Template.DeepCopy()
+
+		annotate := func(value *string) {
+			GinkgoHelper()
+			v := "null"
+			if value != nil {
+				v = `"` + *value + `"`
+			}
+			Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"`+cachev1alpha1.PausedAnnotation+`":`+v+`}}}`)))).To(Succeed())
+		}
+		paused := func(g Gomega) *metav1.Condition {
+			cur := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+			return meta.FindStatusCondition(cur.Status.Conditions, cachev1alpha1.ConditionPaused)
+		}
+		By("pausing: another spelling of true does not pause")
+		annotate(ptr.To("True"))
+		Consistently(paused).WithTimeout(time.Second).Should(BeNil())
+		annotate(ptr.To("true"))
+		Eventually(condition(mc, cachev1alpha1.ConditionPaused)).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1alpha1.ReasonPaused)))
+
+		By("editing the Deployment and the spec while paused")
+		Expect(k8s.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`)))).To(Succeed())
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+		Consistently(replicasOf(mc)).WithTimeout(2*time.Second).Should(Equal(int32(5)), "the edit survives")
+		got := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, key(mc), got)).To(Succeed())
+		Expect(got.Status.ObservedGeneration).To(BeNumerically("<", got.Generation), "the new spec reads as not acted on")
+
+		// The Paused condition names the new generation: the one status write.
+		Eventually(condition(mc, cachev1alpha1.ConditionPaused)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		writes := &atomic.Int64{}
+		r := &memcached.Reconciler{Client: countingClient{Client: mgr.GetClient(), writes: writes}, APIReader: mgr.GetAPIReader(), Defaults: testCfg, Limits: testLimits}
+		reconcileWrites := func() int64 {
+			before := writes.Load()
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key(mc)})
+			Expect(err).NotTo(HaveOccurred())
+			return writes.Load() - before
+		}
+		By("waiting until the manager's cache has caught up with the paused fleet")
+		Eventually(reconcileWrites).Should(BeZero())
+		for range 10 {
+			Expect(reconcileWrites()).To(BeZero(), "no write while paused")
+		}
+		Expect(replicasOf(mc)(Default)).To(Equal(int32(5)))
+
+		By("resuming")
+		annotate(nil)
+		Eventually(replicasOf(mc)).Should(Equal(int32(3)), "the spec applies again, the edit is repaired")
+		Eventually(condition(mc, cachev1alpha1.ConditionPaused)).Should(BeNil())
+		Expect(k8s.Get(ctx, key(mc), dep)).To(Succeed())
+		Expect(dep.Spec.Template).To(Equal(*template), "the same pod template: no rollout")
+	})
+
 	It("scales through the scale subresource, as kubectl scale and an HPA do", func() {
 		mc := sample(ns, 1)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())

@@ -26,6 +26,7 @@ import (
 	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/queue"
 	"github.com/example/memcached-operator/internal/controller/status"
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // SetupWithManager registers the controller. A Memcached is reconciled when
@@ -55,7 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	case !meta.IsNoMatchError(err):
 		return fmt.Errorf("discovering %s: %w", desired.CertificateGVK, err)
 	}
-	b = b.For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	b = b.For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pausedChanged)))
 	for _, w := range followed(ownedBy) {
 		b = b.Watches(w.object, w.handler, builder.WithPredicates(w.predicates...))
 	}
@@ -63,6 +64,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("memcached").
 		Complete(r)
+}
+
+// pausedChanged passes an update that pauses or resumes a fleet: a change
+// of metadata only, which the generation does not count.
+var pausedChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return policy.Paused(e.ObjectOld.(*cachev1alpha1.Memcached)) != policy.Paused(e.ObjectNew.(*cachev1alpha1.Memcached))
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // watch is one kind the controller watches, and how.

@@ -92,6 +92,7 @@ type CertificateObservation struct {
 func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 	st := &mc.Status
 	gen := mc.Generation
+	meta.RemoveStatusCondition(&st.Conditions, cachev1alpha1.ConditionPaused)
 	size := ptr.Deref(o.Spec.Size, 0)
 	wasScalingUp := scalingUpFrom(st, size)
 	st.Selector = desired.SelectorString(mc.Name)
@@ -344,4 +345,17 @@ type MonitoringObservation struct {
 // workloadKind names the kind of workload a resolved spec asks for.
 func workloadKind(spec *cachev1alpha1.MemcachedSpec) string {
 	return string(ptr.Deref(spec.Workload, cachev1alpha1.WorkloadDeployment))
+}
+
+// PausedMessage is the Paused condition's message.
+const PausedMessage = "the Memcached carries " + cachev1alpha1.PausedAnnotation + ": \"true\": the operator leaves the fleet's objects alone, and the rest of this status as it was, until the annotation is removed"
+
+// Pause is the status of a paused fleet: what the last pass before the pause
+// wrote, and the Paused condition. observedGeneration stays where it was, so
+// a spec changed while paused reads as not yet acted on.
+func Pause(mc *cachev1alpha1.Memcached) {
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+		Type: cachev1alpha1.ConditionPaused, Status: metav1.ConditionTrue, Reason: cachev1alpha1.ReasonPaused,
+		Message: PausedMessage, ObservedGeneration: mc.Generation,
+	})
 }
