@@ -370,6 +370,36 @@ spec: {size: 1}`))
 		sampleConverged(ctx, 4)
 	})
 
+	It("leaves a paused fleet's Deployment alone, and resumes it without a rollout", func() {
+		const paused = "memcached.cache.example.com/paused"
+		hashes := func(g Gomega) []string {
+			var out []string
+			for _, p := range fleetPodList(ctx, g, appNamespace, "memcached-sample") {
+				out = append(out, p.Labels["pod-template-hash"])
+			}
+			return slices.Compact(slices.Sorted(slices.Values(out)))
+		}
+		before := hashes(Default)
+		Expect(before).To(HaveLen(1))
+		mustRun(kubectl("annotate", "memcached", "memcached-sample", "-n", appNamespace, paused+"=true"))
+		Eventually(func() string {
+			out, _ := kubectl("get", "memcached", "memcached-sample", "-n", appNamespace, "-o", `jsonpath={.status.conditions[?(@.type=="Paused")].status}`)
+			return out
+		}).WithTimeout(wait).WithPolling(time.Second).Should(Equal("True"))
+
+		mustRun(kubectl("scale", "deployment/memcached-sample", "-n", appNamespace, "--replicas=5"))
+		replicas := func() string {
+			out, _ := kubectl("get", "deployment", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}")
+			return out
+		}
+		Eventually(replicas).WithTimeout(wait).WithPolling(time.Second).Should(Equal("5/5"), "the edit is left to run")
+		Consistently(replicas).WithTimeout(3*time.Second).WithPolling(time.Second).Should(Equal("5/5"))
+
+		mustRun(kubectl("annotate", "memcached", "memcached-sample", "-n", appNamespace, paused+"-"))
+		sampleConverged(ctx, 4)
+		Expect(hashes(Default)).To(Equal(before), "every pod from the template it ran before the pause")
+	})
+
 	It("passes helm test, and fails it when the webhook is down", func() {
 		mustRun(helm("test", release, "-n", operatorNamespace, "--logs", "--timeout", "5m"))
 
