@@ -311,6 +311,20 @@ func TestValidateCreate(t *testing.T) {
 			}
 		}, errPaths: []string{"spec.podAnnotations[Memcached.Cache.Example.COM/pod-template]", "spec.podAnnotations[cache.example.com/restarts]",
 			"spec.podAnnotations[memcached.cache.example.com/args]", "spec.podAnnotations[other.cache.example.com/x]"}},
+		{name: "Service labels that would take the operator's or Kubernetes' own, in every spelling", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Service = &cachev1alpha1.ServiceSpec{Labels: map[string]string{
+				"app.kubernetes.io/managed-by": "me", "kubernetes.io/service-name": "x", "Service.Kubernetes.IO/service-proxy-name": "none",
+				"endpointslice.kubernetes.io/managed-by": "me", "team": "web", "example.com/owner": "a",
+			}}
+		}, errPaths: []string{"spec.service.labels[app.kubernetes.io/managed-by]", "spec.service.labels[kubernetes.io/service-name]",
+			"spec.service.labels[Service.Kubernetes.IO/service-proxy-name]", "spec.service.labels[endpointslice.kubernetes.io/managed-by]",
+			"spec.service.labels"}},
+		{name: "invalid Service label value and annotation key", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Service = &cachev1alpha1.ServiceSpec{Labels: map[string]string{"team": "a b"}, Annotations: map[string]string{"a/b/c": "x"}}
+		}, errPaths: []string{"spec.service.labels", "spec.service.annotations"}},
+		{name: "Service annotations, Kubernetes' prefixes included (external-dns reads one)", mutate: func(s *cachev1alpha1.MemcachedSpec) {
+			s.Service = &cachev1alpha1.ServiceSpec{Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "cache.example.org", "note": "anything"}}
+		}},
 		{name: "allowed annotations, reserved or not", mutate: func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodAnnotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "true", "kubectl.kubernetes.io/default-container": "memcached",
 				"prometheus.io/scrape": "true", "notkubernetes.io/x": "y", "plain": "z", "notcache.example.com/x": "y"}

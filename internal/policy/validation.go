@@ -193,6 +193,7 @@ func validateSpec(path *field.Path, spec *cachev1alpha1.MemcachedSpec) field.Err
 	errs = append(errs, validatePorts(path, spec)...)
 	errs = append(errs, validatePodLabels(path.Child("podLabels"), spec.PodLabels)...)
 	errs = append(errs, validatePodAnnotations(path.Child("podAnnotations"), spec.PodAnnotations)...)
+	errs = append(errs, validateService(path.Child("service"), spec.Service)...)
 	errs = append(errs, validatePodDisruptionBudget(path.Child("podDisruptionBudget"), spec.PodDisruptionBudget)...)
 	errs = append(errs, validatePodSpec(path, spec)...)
 	errs = append(errs, validateNetworkPolicy(path.Child("networkPolicy"), spec.NetworkPolicy)...)
@@ -457,6 +458,44 @@ func validatePodLabels(path *field.Path, labels map[string]string) field.ErrorLi
 	return errs
 }
 
+// validateService keeps the Service's labels from taking the operator's
+// own (its EndpointSlices, which carry them, are found by them) and from
+// Kubernetes' prefixes, which the EndpointSlice controller and kube-proxy
+// read.
+func validateService(path *field.Path, svc *cachev1alpha1.ServiceSpec) field.ErrorList {
+	if svc == nil {
+		return nil
+	}
+	errs := validateLabels(path.Child("labels"), svc.Labels)
+	for _, key := range slices.Sorted(maps.Keys(svc.Labels)) {
+		switch {
+		case slices.Contains(ReservedPodLabels, key):
+			errs = append(errs, field.Forbidden(path.Child("labels").Key(key),
+				"the operator finds the Service's EndpointSlices by this label; it cannot be overridden"))
+		case reservedDomain(key) != "":
+			errs = append(errs, field.Forbidden(path.Child("labels").Key(key),
+				"keys under kubernetes.io and k8s.io are Kubernetes' own (the EndpointSlice controller and kube-proxy read them)"))
+		}
+	}
+	return append(errs, apivalidation.ValidateAnnotations(svc.Annotations, path.Child("annotations"))...)
+}
+
+// reservedDomain is kubernetes.io or k8s.io when a key's prefix is either
+// or a subdomain of either, in any case, and "" otherwise.
+func reservedDomain(key string) string {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	prefix = strings.ToLower(prefix)
+	for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
+			return reserved
+		}
+	}
+	return ""
+}
+
 // AllowedReservedPodAnnotations are the Kubernetes-reserved annotation keys
 // a fleet's pods may carry from spec.podAnnotations: hints to tools that
 // weaken nothing.
@@ -488,15 +527,10 @@ func validatePodAnnotations(path *field.Path, annotations map[string]string) fie
 		if prefix == OperatorAnnotationDomain || strings.HasSuffix(prefix, "."+OperatorAnnotationDomain) {
 			errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(
 				"keys under %s are the operator's own (a warm pod's command line among them)", OperatorAnnotationDomain)))
-			continue
-		}
-		for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
-			if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
-				errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(
-					"keys under %s are Kubernetes' own (AppArmor and seccomp profiles, the scale-down's deletion cost among them); allowed: %s",
-					reserved, strings.Join(AllowedReservedPodAnnotations, ", "))))
-				break
-			}
+		} else if reserved := reservedDomain(key); reserved != "" {
+			errs = append(errs, field.Forbidden(path.Key(key), fmt.Sprintf(
+				"keys under %s are Kubernetes' own (AppArmor and seccomp profiles, the scale-down's deletion cost among them); allowed: %s",
+				reserved, strings.Join(AllowedReservedPodAnnotations, ", "))))
 		}
 	}
 	return errs

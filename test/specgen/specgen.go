@@ -142,6 +142,12 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 	}
 	sp.PodLabels = strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/instance", "bad key"}, []string{"a", "cache-1"}, []string{"-b-", "a b"})
 	sp.PodAnnotations = strMap(s, 2, []string{"note", "example.com/scrape"}, []string{"a/b/c", "", "Memcached.Cache.Example.com/args", "controller.kubernetes.io/pod-deletion-cost"}, []string{"anything at all", ""}, nil)
+	if s.intn(4) == 0 {
+		sp.Service = &cachev1alpha1.ServiceSpec{
+			Labels: strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/managed-by", "kubernetes.io/service-name", "Bad Key"}, []string{"a"}, []string{"a b"}),
+			Annotations: strMap(s, 2, []string{"external-dns.alpha.kubernetes.io/hostname", "note"}, []string{"a/b/c"}, []string{"cache.example.org"}, nil),
+		}
+	}
 	sp.PriorityClassName = opt(s, []string{"high", "system-cluster-critical"}, []string{"Bad_Name", ""})
 	if s.maybe() {
 		m := &cachev1alpha1.MonitoringSpec{}

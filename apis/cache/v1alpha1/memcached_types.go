@@ -225,6 +225,11 @@ type MemcachedSpec struct {
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
+	// service adds labels and annotations to the fleet's headless Service,
+	// for tools that read it (external-dns, service meshes).
+	// +optional
+	Service *ServiceSpec `json:"service,omitempty"`
+
 	// priorityClassName is the pods' PriorityClass.
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
@@ -678,6 +683,23 @@ const (
 // leave the fleet's objects alone (no apply, no scale-down mark, no status
 // but the Paused condition) until it is removed or set to another value.
 const PausedAnnotation = "memcached.cache.example.com/paused"
+
+// ServiceSpec is metadata for the fleet's headless Service.
+type ServiceSpec struct {
+	// labels are added to the Service's labels (the EndpointSlice
+	// controller copies them onto its slices). Keys under kubernetes.io and
+	// k8s.io, and the labels the operator selects its objects by, are refused.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the Service's annotations, at most 32 of at
+	// most 1024 bytes each.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="each Service annotation's value is at most 1024 bytes"
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
 
 // Memcached is a fleet of memcached pods behind a headless Service.
 // Its name names the Deployment, the Service (a DNS-1035 label: at most 63

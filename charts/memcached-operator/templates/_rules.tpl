@@ -155,6 +155,13 @@ X.?claims.orValue([]).size() == 0 && [X.?limits.orValue({}), X.?requests.orValue
 - name: labels
   expression: "[@.spec.?podLabels.orValue({}), @.spec.?nodeSelector.orValue({}), @.spec.?monitoring.?serviceMonitor.?labels.orValue({})].all(m, m.all(k, !format.qualifiedName().validate(k).hasValue() && !format.labelValue().validate(m[k]).hasValue())) && !['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by'].exists(k, k in @.spec.?podLabels.orValue({}))"
   message: "spec.podLabels, spec.nodeSelector, spec.monitoring.serviceMonitor.labels: keys and values must be valid labels; podLabels may not set app.kubernetes.io/name, instance or managed-by, which the operator selects its pods by"
+- name: service
+  expression: >-
+    !has(@.spec.service) || (@.spec.service.?labels.orValue({}).all(k, !format.qualifiedName().validate(k).hasValue() && !format.labelValue().validate(@.spec.service.labels[k]).hasValue() &&
+    !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by']) &&
+    (!k.contains('/') || !(k.split('/')[0].lowerAscii() in ['kubernetes.io', 'k8s.io'] || k.split('/')[0].lowerAscii().endsWith('.kubernetes.io') || k.split('/')[0].lowerAscii().endsWith('.k8s.io')))) &&
+    @.spec.service.?annotations.orValue({}).all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue()))
+  message: "spec.service: labels must be valid, none the operator's (app.kubernetes.io/name, instance, managed-by) nor under kubernetes.io or k8s.io; annotation keys must be qualified names"
 - name: podAnnotations
   expression: >-
     @.spec.?podAnnotations.orValue({}).all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue() &&

@@ -211,6 +211,35 @@ func TestBuildService(t *testing.T) {
 	g.Expect(svc.Spec.Ports).To(HaveLen(1))
 	g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(11211)))
 	g.Expect(svc.Spec.Selector).To(HaveKeyWithValue("app.kubernetes.io/instance", "cache"))
+	g.Expect(svc.Annotations).To(BeEmpty())
+	g.Expect(svc.Spec.PublishNotReadyAddresses).To(BeFalse(), "clients resolve only ready pods")
+}
+
+// TestBuildServiceMetadata: spec.service's labels and annotations reach the
+// Service; the operator's labels win over any of the same key (admission
+// refuses those, the builder holds without it) and the selector, ports and
+// DNS behaviour do not move.
+func TestBuildServiceMetadata(t *testing.T) {
+	g := NewWithT(t)
+	plainMC, plainSpec := fleettest.NewMemcached(nil)
+	plain := &corev1.Service{}
+	g.Expect(fleettest.RoundTrip(desired.Service(plainMC, plainSpec), plain)).To(Succeed())
+
+	mc, spec := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Service = &cachev1alpha1.ServiceSpec{
+			Labels:      map[string]string{"team": "web", "app.kubernetes.io/instance": "other"},
+			Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "cache.example.org"},
+		}
+	})
+	svc := &corev1.Service{}
+	g.Expect(fleettest.RoundTrip(desired.Service(mc, spec), svc)).To(Succeed())
+	g.Expect(svc.Labels).To(HaveKeyWithValue("team", "web"))
+	g.Expect(svc.Labels).To(HaveKeyWithValue("app.kubernetes.io/instance", "cache"), "the operator's label wins")
+	for k, v := range plain.Labels {
+		g.Expect(svc.Labels).To(HaveKeyWithValue(k, v))
+	}
+	g.Expect(svc.Annotations).To(Equal(map[string]string{"external-dns.alpha.kubernetes.io/hostname": "cache.example.org"}))
+	g.Expect(svc.Spec).To(Equal(plain.Spec), "selector, ports and publishNotReadyAddresses as without metadata")
 }
 
 func TestBuildPodDisruptionBudget(t *testing.T) {

@@ -29,7 +29,8 @@ func objectLabels(instance string) map[string]string {
 	return l
 }
 
-// PodLabels puts the user's podLabels under the operator's own, which win.
+// PodLabels puts the user's labels (podLabels, or the Service's) under the
+// operator's own, which win.
 func PodLabels(instance string, extra map[string]string) map[string]string {
 	l := maps.Clone(extra)
 	if l == nil {

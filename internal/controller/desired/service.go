@@ -38,8 +38,19 @@ func Service(mc *cachev1alpha1.Memcached, spec *cachev1alpha1.MemcachedSpec) *co
 			WithPort(exporter.DefaultPort).
 			WithTargetPort(intstr.FromString(metricsPortName)))
 	}
-	return corev1ac.Service(mc.Name, mc.Namespace).
-		WithLabels(objectLabels(mc.Name)).
+	out := corev1ac.Service(mc.Name, mc.Namespace).
+		WithLabels(PodLabels(mc.Name, serviceLabels(spec))).
 		WithOwnerReferences(ownerReference(mc)).
 		WithSpec(svc)
+	if spec.Service != nil && len(spec.Service.Annotations) > 0 {
+		out.WithAnnotations(spec.Service.Annotations)
+	}
+	return out
+}
+
+func serviceLabels(spec *cachev1alpha1.MemcachedSpec) map[string]string {
+	if spec.Service == nil {
+		return nil
+	}
+	return spec.Service.Labels
 }

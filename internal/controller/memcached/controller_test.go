@@ -459,6 +459,34 @@ var _ = Describe("Memcached controller", func() {
 		GinkgoWriter.Printf("%s: no-op reconciles: %d, write requests: %d\n", file, passes, writes.Load())
 	}, sampleEntries())
 
+	It("puts spec.service's labels and annotations on the Service, follows their edits and removes them with the field", func() {
+		mc := sample(ns, 1)
+		mc.Spec.Service = &cachev1alpha1.ServiceSpec{Labels: map[string]string{"team": "web"},
+			Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "a.example.org"}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		service := func(g Gomega) *corev1.Service {
+			svc := &corev1.Service{}
+			g.Expect(k8s.Get(ctx, key(mc), svc)).To(Succeed())
+			return svc
+		}
+		Eventually(service).Should(And(
+			HaveField("Labels", And(HaveKeyWithValue("team", "web"), HaveKeyWithValue("app.kubernetes.io/managed-by", "memcached-operator"))),
+			HaveField("Annotations", HaveKeyWithValue("external-dns.alpha.kubernetes.io/hostname", "a.example.org"))))
+		selector := service(Default).Spec.Selector
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"service":{"labels":{"team":null,"tier":"cache"},"annotations":{"external-dns.alpha.kubernetes.io/hostname":"b.example.org"}}}}`)))).To(Succeed())
+		Eventually(service).Should(And(
+			HaveField("Labels", And(HaveKeyWithValue("tier", "cache"), Not(HaveKey("team")))),
+			HaveField("Annotations", HaveKeyWithValue("external-dns.alpha.kubernetes.io/hostname", "b.example.org"))))
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"service":null}}`)))).To(Succeed())
+		Eventually(service).Should(And(
+			HaveField("Labels", And(Not(HaveKey("tier")), HaveKeyWithValue("app.kubernetes.io/instance", mc.Name))),
+			HaveField("Annotations", Not(HaveKey("external-dns.alpha.kubernetes.io/hostname")))))
+		Expect(service(Default).Spec.Selector).To(Equal(selector))
+	})
+
 	It("leaves a paused fleet's objects alone with zero writes, says so, and resumes without a rollout", func() {
 		mc := sample(ns, 2)
 		Expect(k8s.Create(ctx, mc)).To(Succeed())
