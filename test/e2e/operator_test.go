@@ -393,7 +393,7 @@ spec: {size: 1}`))
 			return out
 		}
 		Eventually(replicas).WithTimeout(wait).WithPolling(time.Second).Should(Equal("5/5"), "the edit is left to run")
-		Consistently(replicas).WithTimeout(3*time.Second).WithPolling(time.Second).Should(Equal("5/5"))
+		Consistently(replicas).WithTimeout(3 * time.Second).WithPolling(time.Second).Should(Equal("5/5"))
 
 		mustRun(kubectl("annotate", "memcached", "memcached-sample", "-n", appNamespace, paused+"-"))
 		sampleConverged(ctx, 4)

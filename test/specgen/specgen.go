@@ -144,7 +144,7 @@ func Memcached(data []byte) *cachev1alpha1.Memcached {
 	sp.PodAnnotations = strMap(s, 2, []string{"note", "example.com/scrape"}, []string{"a/b/c", "", "Memcached.Cache.Example.com/args", "controller.kubernetes.io/pod-deletion-cost"}, []string{"anything at all", ""}, nil)
 	if s.intn(4) == 0 {
 		sp.Service = &cachev1alpha1.ServiceSpec{
-			Labels: strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/managed-by", "kubernetes.io/service-name", "Bad Key"}, []string{"a"}, []string{"a b"}),
+			Labels:      strMap(s, 2, []string{"team", "example.com/owner"}, []string{"app.kubernetes.io/managed-by", "kubernetes.io/service-name", "Bad Key"}, []string{"a"}, []string{"a b"}),
 			Annotations: strMap(s, 2, []string{"external-dns.alpha.kubernetes.io/hostname", "note"}, []string{"a/b/c"}, []string{"cache.example.org"}, nil),
 		}
 	}
