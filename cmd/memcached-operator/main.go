@@ -58,6 +58,7 @@ type options struct {
 	defaultImage                           string
 	defaultAppArmorProfile                 string
 	exporterImage                          string
+	platformAssignsUIDs                    bool
 	memoryTarget, memoryLimit              string
 	certs                                  certOptions
 }
@@ -98,6 +99,7 @@ func main() {
 	fs.IntVar(&o.maxSize, "max-size", 100, fmt.Sprintf("Largest spec.size a fleet may grow to, enforced by the webhooks and again by the controller (the CRD caps it at %d).", cachev1alpha1.SizeSchemaMaximum))
 	fs.StringVar(&o.defaultImage, "default-image", "memcached:1.6", "Memcached image used when spec.image is empty.")
 	fs.StringVar(&o.defaultAppArmorProfile, "default-apparmor-profile", "", "AppArmor profile pinned on new fleets that set no spec.appArmorProfile: RuntimeDefault, or empty for none. Set it only where every node runs AppArmor: the kubelet refuses such pods elsewhere.")
+	fs.BoolVar(&o.platformAssignsUIDs, "platform-assigns-uids", false, "Leave the UID and GID of fleets that set no spec.runAsUser to the platform (OpenShift's restricted-v2 SCC assigns them from the namespace's range) instead of 11211. Changing it replaces those fleets' pods.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
@@ -198,7 +200,7 @@ func run(o options) error {
 	}
 
 	defaults := policy.Config{DefaultImage: o.defaultImage, ExporterImage: o.exporterImage,
-		AppArmorProfile: corev1.AppArmorProfileType(o.defaultAppArmorProfile)}
+		AppArmorProfile: corev1.AppArmorProfileType(o.defaultAppArmorProfile), PlatformAssignsUIDs: o.platformAssignsUIDs}
 	limits := policy.Limits{MaxSize: int32(o.maxSize)}
 	if err := (&memcached.Reconciler{
 		Client:    mgr.GetClient(),

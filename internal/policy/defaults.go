@@ -56,7 +56,15 @@ type Config struct {
 	ExporterImage string
 	// AppArmorProfile is pinned on new fleets that set none ("": none).
 	AppArmorProfile corev1.AppArmorProfileType
+	// PlatformAssignsUIDs leaves the UID of fleets that set no
+	// spec.runAsUser to the platform (--platform-assigns-uids). Resolved on
+	// every pass, not pinned: changing it replaces those fleets' pods.
+	PlatformAssignsUIDs bool
 }
+
+// DefaultRunAsUser is the UID and GID of a fleet's pods that set no
+// spec.runAsUser: the memcached user of the upstream image.
+const DefaultRunAsUser int64 = 11211
 
 // ExporterEnabled tells whether the fleet's pods run the exporter sidecar.
 func ExporterEnabled(spec *cachev1alpha1.MemcachedSpec) bool {
@@ -141,6 +149,9 @@ func Resolve(spec *cachev1alpha1.MemcachedSpec, cfg Config) *cachev1alpha1.Memca
 	Default(out, cfg)
 	setIfNil(&out.MemoryLimitMB, derivedMemoryLimitMB(out.Resources))
 	setIfNil(&out.Threads, derivedThreads(out.Resources))
+	if !cfg.PlatformAssignsUIDs {
+		setIfNil(&out.RunAsUser, DefaultRunAsUser)
+	}
 	if ExporterEnabled(out) && out.Monitoring.Exporter.Resources == nil {
 		out.Monitoring.Exporter.Resources = defaultExporterResources.DeepCopy()
 	}

@@ -230,6 +230,16 @@ type MemcachedSpec struct {
 	// +optional
 	Service *ServiceSpec `json:"service,omitempty"`
 
+	// runAsUser is the UID, and the GID, the pods run as. Unset: 11211, the
+	// upstream image's memcached user, unless the operator runs with
+	// --platform-assigns-uids (OpenShift's restricted-v2 SCC and the like),
+	// where the pods name none and the platform assigns one from the
+	// namespace's range.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+
 	// priorityClassName is the pods' PriorityClass.
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`

@@ -32,7 +32,6 @@ const (
 	gracePeriod           = 30
 	revisionHistory       = 5
 	hostnameTopology      = "kubernetes.io/hostname"
-	runAsUser             = 11211 // the memcached user of the upstream image
 	antiAffinityScore     = 100
 
 	authVolumeName        = "auth"
@@ -96,9 +95,12 @@ func podTemplate(instance string, spec *cachev1alpha1.MemcachedSpec) *corev1ac.P
 		WithTerminationGracePeriodSeconds(gracePeriod).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
-			WithRunAsUser(runAsUser).
-			WithRunAsGroup(runAsUser).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	// Unset where the platform assigns UIDs: its admission fills them in
+	// from the namespace's range, and refuses pods that name another.
+	if spec.RunAsUser != nil {
+		podSpec.SecurityContext.WithRunAsUser(*spec.RunAsUser).WithRunAsGroup(*spec.RunAsUser)
+	}
 	if spec.AppArmorProfile != nil {
 		podSpec.SecurityContext.WithAppArmorProfile(corev1ac.AppArmorProfile().WithType(*spec.AppArmorProfile))
 	}

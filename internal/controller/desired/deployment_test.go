@@ -37,6 +37,9 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(*d.OwnerReferences[0].Controller).To(BeTrue())
 			pod := d.Spec.Template.Spec
 			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(int64(11211)), "the memcached image's user")
+			g.Expect(*pod.SecurityContext.RunAsGroup).To(Equal(int64(11211)))
+			g.Expect(pod.SecurityContext.FSGroup).To(BeNil())
 			g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 			g.Expect(pod.SecurityContext.AppArmorProfile).To(BeNil(), "the kubelet refuses a profile on a node without AppArmor")
 			g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
@@ -52,6 +55,13 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 			g.Expect(c.Resources.Limits).To(BeEmpty())
 			g.Expect(pod.Affinity).To(BeNil())
+		},
+	}, {
+		name: "a UID of the fleet's own",
+		mutate: func(s *cachev1alpha1.MemcachedSpec) { s.RunAsUser = ptr.To[int64](1000680000) },
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(*d.Spec.Template.Spec.SecurityContext.RunAsUser).To(Equal(int64(1000680000)))
+			g.Expect(*d.Spec.Template.Spec.SecurityContext.RunAsGroup).To(Equal(int64(1000680000)))
 		},
 	}, {
 		name: "the runtime's AppArmor profile, asked for",
@@ -499,4 +509,27 @@ func TestTLSPod(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(BeEmpty())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElements("-Z", "-l"))
+}
+
+// TestPlatformAssignsUIDs: with --platform-assigns-uids a fleet that names
+// no UID leaves it, and its GID, to the platform, and stays restricted; one
+// that names a UID keeps it.
+func TestPlatformAssignsUIDs(t *testing.T) {
+	g := NewWithT(t)
+	cfg := policy.Config{DefaultImage: "memcached:test", PlatformAssignsUIDs: true}
+	mc, _ := fleettest.NewMemcached(nil)
+	d := &appsv1.Deployment{}
+	g.Expect(fleettest.RoundTrip(desired.Deployment(mc, policy.Resolve(&mc.Spec, cfg)), d)).To(Succeed())
+	pod := d.Spec.Template.Spec
+	g.Expect(pod.SecurityContext.RunAsUser).To(BeNil())
+	g.Expect(pod.SecurityContext.RunAsGroup).To(BeNil())
+	g.Expect(pod.SecurityContext.FSGroup).To(BeNil())
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue(), "restricted: the kubelet refuses a root UID, assigned or from the image")
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		g.Expect(c.SecurityContext.RunAsUser).To(BeNil(), c.Name)
+	}
+
+	mc.Spec.RunAsUser = ptr.To[int64](1000680000)
+	g.Expect(fleettest.RoundTrip(desired.Deployment(mc, policy.Resolve(&mc.Spec, cfg)), d)).To(Succeed())
+	g.Expect(*d.Spec.Template.Spec.SecurityContext.RunAsUser).To(Equal(int64(1000680000)))
 }
