@@ -547,7 +547,7 @@ var _ = Describe("Memcached controller", func() {
 		By("resuming")
 		annotate(nil)
 		Eventually(replicasOf(mc)).Should(Equal(int32(3)), "the spec applies again, the edit is repaired")
-		Eventually(condition(mc, cachev1alpha1.ConditionPaused)).Should(BeNil())
+		Eventually(paused).Should(BeNil())
 		Expect(k8s.Get(ctx, key(mc), dep)).To(Succeed())
 		Expect(dep.Spec.Template).To(Equal(*template), "the same pod template: no rollout")
 	})
