@@ -98,16 +98,18 @@ E2E_NODES ?= 3
 # bench need this way (prebuild-checks bench-binaries). A build of the same
 # tool in the foreground waits for it (hack/tool.sh's lock), and test-e2e
 # returns only once they have ended, so the stages after it compile nothing
-# twice at once. Their output: _output/e2e-prebuild.log.
+# twice at once. Their output: _output/e2e-prebuild.log; _output/e2e-prebuild.done
+# appears when they have ended.
 E2E_PREBUILD ?=
 # E2E_PREBUILD_EARLY: likewise, but started before cluster-up, for builds that
 # take no lock of hack/tool.sh's store (prebuild-tests): they fill the cores
 # the component builds leave idle, and E2E_PREBUILD starts once they end.
 E2E_PREBUILD_EARLY ?=
 test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement and an OCI registry, smoke, operator, monitoring, availability, network-policy and OCI suites, cluster down (KEEP_CLUSTER=1 keeps it).
-	@$(if $(E2E_PREBUILD_EARLY),mkdir -p _output && (nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
+	@mkdir -p _output && rm -f _output/e2e-prebuild.done
+	@$(if $(E2E_PREBUILD_EARLY),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
 	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
-	@$(if $(E2E_PREBUILD),mkdir -p _output && (nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1 &),:)
+	@$(if $(E2E_PREBUILD),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done) &,:)
 	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory e2e E2E_HELM=helm4 E2E_FLAGS=-ginkgo.label-filter=lifecycle || rc=$$?; fi; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; \
