@@ -81,11 +81,15 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(ns)))
-		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "test.namespace="+ns)...)...))
+		// Fleets here name no UID: the last spec stands in for a platform
+		// that assigns them, and auth's files must be readable by any UID.
+		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "test.namespace="+ns,
+			"--set", "operator.platformAssignsUIDs=true")...)...))
 	})
 	AfterEach(func() { dumpOnFailure(ns) })
 	AfterAll(func() {
-		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(cli("kubectl", uidPlatformManifest, "delete", "-f", "-", "--ignore-not-found"))
+		mustRun(kubectl("delete", "namespace", ns, uidNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 
@@ -176,4 +180,118 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 		AddReportEntry("missing Secret created → fleet Ready", time.Since(created).Round(time.Second).String())
 		Expect(probeArgs(ctx, ns, "late", "memcached-auth", late+"."+ns+".svc:11211", "late", "pass")).To(ContainSubstring("set/get ok"))
 	})
+
+	It("runs where the platform assigns UIDs: a fleet that names none gets the namespace's, is admitted restricted and serves", func() {
+		mustRun(kubectlApply(uidPlatformManifest))
+		pod := func(uid string) string {
+			return `apiVersion: v1
+kind: Pod
+metadata: {name: uid-check, namespace: ` + uidNamespace + `}
+spec:
+  securityContext: {runAsNonRoot: true, ` + uid + `seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: c
+    image: ` + images["MEMCACHED_IMAGE"] + `
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`
+		}
+		// Both policies in force (they take effect a moment after creation):
+		// the fixed UID a fleet has without the value is refused, and a pod
+		// that names none is given the range's first.
+		Eventually(func(g Gomega) {
+			out, err := kubectlApply(pod("runAsUser: 11211, "), "--dry-run=server")
+			g.Expect(err).To(HaveOccurred(), out)
+			g.Expect(out).To(ContainSubstring("1000680000/10000"))
+			out, err = kubectlApply(pod(""), "--dry-run=server", "-o", "jsonpath={.spec.securityContext.runAsUser}")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(Equal("1000680000"))
+		}).WithTimeout(wait).WithPolling(time.Second).Should(Succeed())
+
+		mustRun(kubectlApply(`apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: assigned, namespace: ` + uidNamespace + `}
+spec: {size: 2}
+`))
+		fleetReadyIn(uidNamespace, "assigned", 2)
+		for _, p := range fleetPodList(ctx, Default, uidNamespace, "assigned") {
+			Expect(p.Spec.SecurityContext.RunAsUser).To(HaveValue(Equal(int64(1000680000))), p.Name)
+			Expect(p.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()), p.Name)
+		}
+		Expect(probe(ctx, ns, "uid-client", "memcached", "assigned."+uidNamespace+".svc:11211")).To(ContainSubstring("set/get ok"))
+	})
 })
+
+// uidNamespace stands in for an OpenShift project: a UID range in the
+// annotation restricted-v2 reads, a MutatingAdmissionPolicy that assigns
+// the range's first UID to a pod that names none (as the SCC admission
+// does), and a ValidatingAdmissionPolicy that refuses a pod running as any
+// UID outside the range.
+const uidNamespace = "e2e-uid"
+
+const uidPlatformManifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + uidNamespace + `
+  labels:
+    e2e-uid-range: "true"
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/enforce-version: latest
+  annotations:
+    openshift.io/sa.scc.uid-range: 1000680000/10000
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: e2e-scc-uid}
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  matchConditions:
+  - name: names-no-uid
+    expression: "!has(object.spec.securityContext) || !has(object.spec.securityContext.runAsUser)"
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >-
+        Object{spec: Object.spec{securityContext: Object.spec.securityContext{
+          runAsUser: int(namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')[0]),
+          fsGroup: int(namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')[0])}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: e2e-scc-uid}
+spec:
+  policyName: e2e-scc-uid
+  matchResources:
+    namespaceSelector: {matchLabels: {e2e-uid-range: "true"}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-scc-uid}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"]}
+  variables:
+  - name: range
+    expression: "namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')"
+  - name: pod
+    expression: "object.spec.?securityContext.?runAsUser.orValue(-1)"
+  - name: uids
+    expression: "[variables.pod] + (object.spec.containers + object.spec.?initContainers.orValue([])).map(c, c.?securityContext.?runAsUser.orValue(variables.pod))"
+  validations:
+  - expression: "variables.uids.all(u, u >= int(variables.range[0]) && u < int(variables.range[0]) + int(variables.range[1]))"
+    messageExpression: "'pods here run as a UID of ' + variables.range[0] + '/' + variables.range[1] + ', assigned when the pod names none'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-scc-uid}
+spec:
+  policyName: e2e-scc-uid
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {e2e-uid-range: "true"}}
+`
