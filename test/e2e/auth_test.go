@@ -228,7 +228,7 @@ spec: {size: 2}
 // UID outside the range.
 const uidNamespace = "e2e-uid"
 
-const uidPlatformManifest = `apiVersion: v1
+var uidPlatformManifest = `apiVersion: v1
 kind: Namespace
 metadata:
   name: ` + uidNamespace + `
@@ -238,16 +238,8 @@ metadata:
     pod-security.kubernetes.io/enforce-version: latest
   annotations:
     openshift.io/sa.scc.uid-range: 1000680000/10000
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: e2e-scc-uid}
-spec:
-  failurePolicy: Fail
+` + podPolicyHead("MutatingAdmissionPolicy", `["CREATE"]`) + `
   reinvocationPolicy: Never
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
   matchConditions:
   - name: names-no-uid
     expression: "!has(object.spec.securityContext) || !has(object.spec.securityContext.runAsUser)"
@@ -258,23 +250,7 @@ spec:
         Object{spec: Object.spec{securityContext: Object.spec.securityContext{
           runAsUser: int(namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')[0]),
           fsGroup: int(namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')[0])}}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {name: e2e-scc-uid}
-spec:
-  policyName: e2e-scc-uid
-  matchResources:
-    namespaceSelector: {matchLabels: {e2e-uid-range: "true"}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: e2e-scc-uid}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"]}
+` + podPolicyBinding("MutatingAdmissionPolicy", "") + podPolicyHead("ValidatingAdmissionPolicy", `["CREATE", "UPDATE"]`) + `
   variables:
   - name: range
     expression: "namespaceObject.metadata.annotations['openshift.io/sa.scc.uid-range'].split('/')"
@@ -285,13 +261,32 @@ spec:
   validations:
   - expression: "variables.uids.all(u, u >= int(variables.range[0]) && u < int(variables.range[0]) + int(variables.range[1]))"
     messageExpression: "'pods here run as a UID of ' + variables.range[0] + '/' + variables.range[1] + ', assigned when the pod names none'"
----
+` + podPolicyBinding("ValidatingAdmissionPolicy", "\n  validationActions: [Deny]")
+
+// podPolicyHead starts an admission policy named e2e-scc-uid over pods.
+func podPolicyHead(kind, operations string) string {
+	return `---
 apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
+kind: ` + kind + `
 metadata: {name: e2e-scc-uid}
 spec:
-  policyName: e2e-scc-uid
-  validationActions: [Deny]
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ` + operations + `, resources: ["pods"]}`
+}
+
+// podPolicyBinding binds the e2e-scc-uid policy of kind to the namespaces
+// with a UID range.
+func podPolicyBinding(kind, extra string) string {
+	return `
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ` + kind + `Binding
+metadata: {name: e2e-scc-uid}
+spec:
+  policyName: e2e-scc-uid` + extra + `
   matchResources:
     namespaceSelector: {matchLabels: {e2e-uid-range: "true"}}
 `
+}
