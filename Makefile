@@ -38,8 +38,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD into the chart's crds/ and the RBAC rules from kubebuilder markers.
+manifests: controller-gen ## Generate the CRD into the chart's crds/ (v1alpha1 stored, v1beta1 served with the same schema) and the RBAC rules from kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=$(CHART)/crds
+	go run ./hack/crdversions $(CHART)/crds/cache.example.com_memcacheds.yaml v1beta1
 	$(CONTROLLER_GEN) rbac:roleName=memcached-operator paths=./internal/... output:rbac:artifacts:config=$(CHART)/generated
 
 .PHONY: generate
