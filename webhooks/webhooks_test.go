@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -77,6 +78,41 @@ var _ = Describe("Defaulting webhook", func() {
 		Expect(s.Threads).To(BeNil(), "derived when pods are built, never stored")
 		Expect(*s.MaxItemSize).To(Equal("1m"))
 		Expect(*s.Verbosity).To(BeZero())
+	})
+
+	It("admits cache.example.com/v1beta1 as it admits v1alpha1: defaulted, refused with the field path, and read back in either version", func() {
+		ns := newNamespace()
+		beta := func(name, spec string) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(`apiVersion: cache.example.com/v1beta1
+kind: Memcached
+metadata: {name: `+name+`, namespace: `+ns+`}
+spec: `+spec), &u.Object)).To(Succeed())
+			return u
+		}
+		created := beta("beta", "{size: 2}")
+		Expect(k8s.Create(ctx, created)).To(Succeed())
+		Expect(created.GetAPIVersion()).To(Equal("cache.example.com/v1beta1"))
+		image, _, _ := unstructured.NestedString(created.Object, "spec", "image")
+		Expect(image).To(Equal(defaultImage), "the defaulting webhook ran")
+		stored := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "beta"}, stored)).To(Succeed())
+		Expect(*stored.Spec.Size).To(Equal(int32(2)))
+		Expect(*stored.Spec.Image).To(Equal(defaultImage))
+
+		err := k8s.Create(ctx, beta("bad", `{size: 2, extraArgs: ["-m", "64"]}`))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.extraArgs[0]"))
+
+		alpha := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+		Expect(k8s.Create(ctx, alpha)).To(Succeed())
+		read := beta("alpha", "{}")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(read), read)).To(Succeed())
+		Expect(read.GetAPIVersion()).To(Equal("cache.example.com/v1beta1"))
+		size, _, _ := unstructured.NestedInt64(read.Object, "spec", "size")
+		image, _, _ = unstructured.NestedString(read.Object, "spec", "image")
+		Expect(size).To(Equal(int64(1)))
+		Expect(image).To(Equal(defaultImage))
 	})
 
 	It("sets nodeLossTolerationSeconds on create only, so editing a fleet older than the field never rolls it", func() {

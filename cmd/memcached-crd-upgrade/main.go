@@ -62,10 +62,18 @@ func run(ctx context.Context, crdFile string) error {
 	switch outcome {
 	case crdupgrade.Missing:
 		fmt.Printf("CRD %s is not in the cluster (installed with --skip-crds?): left to whoever manages it\n", next.Name)
+		return nil
 	case crdupgrade.Unchanged:
 		fmt.Printf("CRD %s already matches the chart\n", next.Name)
 	case crdupgrade.Updated:
 		fmt.Printf("CRD %s upgraded to the chart's version\n", next.Name)
+	}
+	migrated, err := crdupgrade.MigrateStorage(ctx, c, next.Name)
+	if err != nil {
+		return err
+	}
+	if migrated > 0 {
+		fmt.Printf("%d objects rewritten in the storage version; it is now the only one stored\n", migrated)
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,4 +201,74 @@ func equalStored(live, dryRun *apiextv1.CustomResourceDefinition) bool {
 	return equality.Semantic.DeepEqual(live.Spec, dryRun.Spec) &&
 		equality.Semantic.DeepEqual(live.Labels, dryRun.Labels) &&
 		equality.Semantic.DeepEqual(live.Annotations, dryRun.Annotations)
+}
+
+// MigrateStorage rewrites every object of the CRD in its storage version,
+// then leaves that version alone in status.storedVersions: only then may a
+// later chart stop serving the others without losing what they stored.
+// Nothing is written when the storage version is already the only one
+// stored. Each object is written back as read, so a no-op for the API
+// server but for the version it encodes the object in.
+func MigrateStorage(ctx context.Context, c client.Client, name string) (migrated int, err error) {
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return 0, fmt.Errorf("reading CRD %s: %w", name, err)
+	}
+	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextv1.CustomResourceDefinitionVersion) bool { return v.Storage })
+	if i < 0 {
+		return 0, fmt.Errorf("CRD %s has no storage version", name)
+	}
+	storage := crd.Spec.Versions[i].Name
+	if slices.Equal(crd.Status.StoredVersions, []string{storage}) {
+		return 0, nil
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk)
+	for {
+		if err := c.List(ctx, list, client.Limit(100), client.Continue(list.GetContinue())); err != nil {
+			return migrated, fmt.Errorf("listing %s: %w", crd.Spec.Names.Plural, err)
+		}
+		for i := range list.Items {
+			if err := rewrite(ctx, c, &list.Items[i]); err != nil {
+				return migrated, err
+			}
+			migrated++
+		}
+		if list.GetContinue() == "" {
+			break
+		}
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return err
+		}
+		crd.Status.StoredVersions = []string{storage}
+		return c.Status().Update(ctx, crd)
+	})
+	if err != nil {
+		return migrated, fmt.Errorf("recording %s as the only stored version of CRD %s: %w", storage, name, err)
+	}
+	return migrated, nil
+}
+
+// rewrite writes obj back unchanged, reading it again after a conflict; an
+// object deleted meanwhile needs no migration.
+func rewrite(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := c.Update(ctx, obj)
+		if apierrors.IsConflict(err) {
+			if getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); getErr != nil {
+				return getErr
+			}
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rewriting %s %s/%s in the storage version: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
 }

@@ -214,6 +214,48 @@ var _ = Describe("the pre-upgrade hook", Ordered, func() {
 		Expect(storedPolicy(ctx, "after")).To(BeTrue(), "the stored field survives the refused downgrade")
 	})
 
+	It("serves what is stored as v1alpha1 as v1beta1 too, the same object", func(ctx SpecContext) {
+		alpha, beta := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+		alpha.SetAPIVersion("cache.example.com/v1alpha1")
+		beta.SetAPIVersion("cache.example.com/v1beta1")
+		for _, u := range []*unstructured.Unstructured{alpha, beta} {
+			u.SetKind("Memcached")
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "after"}, u)).To(Succeed())
+		}
+		Expect(beta.Object["spec"]).To(Equal(alpha.Object["spec"]))
+		Expect(beta.GetUID()).To(Equal(alpha.GetUID()))
+	})
+
+	It("moves storage to v1beta1 with its own RBAC: every object rewritten, then v1beta1 alone in storedVersions; and back", func(ctx SpecContext) {
+		storedVersions := func(g Gomega) []string {
+			live := &apiextv1.CustomResourceDefinition{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Name: crdName}, live)).To(Succeed())
+			return live.Status.StoredVersions
+		}
+		Expect(storedVersions(Default)).To(Equal([]string{"v1alpha1"}))
+		migrated, err := crdupgrade.MigrateStorage(ctx, hook, crdName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(migrated).To(BeZero(), "nothing to do while the storage version is the one stored")
+
+		for _, to := range []string{"v1beta1", "v1alpha1"} {
+			By("a chart that stores " + to)
+			next := full.DeepCopy()
+			for i := range next.Spec.Versions {
+				next.Spec.Versions[i].Storage = next.Spec.Versions[i].Name == to
+			}
+			Expect(crdupgrade.Upgrade(ctx, hook, next)).To(Equal(crdupgrade.Updated))
+			Expect(storedVersions(Default)).To(ContainElement(to))
+			migrated, err := crdupgrade.MigrateStorage(ctx, hook, crdName)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(migrated).To(BeNumerically(">=", 2), "before and after")
+			Expect(storedVersions(Default)).To(Equal([]string{to}))
+			Expect(storedPolicy(ctx, "after")).To(BeTrue(), "objects keep their fields")
+			before := &cachev1alpha1.Memcached{}
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "before"}, before)).To(Succeed())
+			Expect(*before.Spec.Size).To(Equal(int32(2)))
+		}
+	})
+
 	It("may touch no other CRD, and creates none", func(ctx SpecContext) {
 		other := full.DeepCopy()
 		other.Name = "widgets.example.com"

@@ -209,6 +209,8 @@ spec: {size: 1}`, "--dry-run=server")
 		Expect(out).To(Equal("3"))
 
 		Expect(probe(ctx, appNamespace, "memcached-client", "memcached", "memcached-sample."+appNamespace+".svc:11211")).To(ContainSubstring("set/get ok"))
+		Expect(mustRun(kubectl("get", "memcacheds.v1beta1.cache.example.com", "memcached-sample", "-n", appNamespace, "-o", "jsonpath={.apiVersion} {.spec.size}"))).
+			To(Equal("cache.example.com/v1beta1 3"), "the fleet read through the beta API")
 
 		mustRun(kubectl("patch", "memcached", "memcached-sample", "-n", appNamespace, "-p", `{"spec":{"size": 5}}`, "--type=merge"))
 		sampleConverged(ctx, 5)
