@@ -57,7 +57,7 @@ func TestBuildDeployment(t *testing.T) {
 			g.Expect(pod.Affinity).To(BeNil())
 		},
 	}, {
-		name: "a UID of the fleet's own",
+		name:   "a UID of the fleet's own",
 		mutate: func(s *cachev1alpha1.MemcachedSpec) { s.RunAsUser = ptr.To[int64](1000680000) },
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(*d.Spec.Template.Spec.SecurityContext.RunAsUser).To(Equal(int64(1000680000)))
