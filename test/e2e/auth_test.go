@@ -81,10 +81,7 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
 		mustRun(kubectlApply(namespaceManifest(operatorNamespace) + "---\n" + namespaceManifest(ns)))
-		// Fleets here name no UID: the last spec stands in for a platform
-		// that assigns them, and auth's files must be readable by any UID.
-		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "test.namespace="+ns,
-			"--set", "operator.platformAssignsUIDs=true")...)...))
+		mustRun(helm(append([]string{"install", release, chart}, installArgs("--set", "test.namespace="+ns)...)...))
 	})
 	AfterEach(func() { dumpOnFailure(ns) })
 	AfterAll(func() {
@@ -182,6 +179,11 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 	})
 
 	It("runs where the platform assigns UIDs: a fleet that names none gets the namespace's, is admitted restricted and serves", func() {
+		// Last in this suite: the value changes every fleet's pods, and a
+		// pod nothing assigns a UID to runs each container as its image's
+		// user, so the reloader could no longer signal memcached here.
+		mustRun(helm("upgrade", release, chart, "-n", operatorNamespace, "--reuse-values", "--wait", "--timeout", "5m",
+			"--set", "operator.platformAssignsUIDs=true"))
 		mustRun(kubectlApply(uidPlatformManifest))
 		pod := func(uid string) string {
 			return `apiVersion: v1
