@@ -124,11 +124,6 @@ prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill t
 	$(TOOL) helm4 controller-gen golangci-lint helm-docs helm promtool envtest >/dev/null
 	-$$($(TOOL) golangci-lint) run ./... >/dev/null
 
-.PHONY: prefetch
-prefetch: ## Download the Go modules of the project and of every wrapper module under hack/build (CI starts it first, beside the builds, which then find them).
-	go mod download
-	@for d in hack/build/*/; do (cd $$d && go mod download) || exit 1; done
-
 .PHONY: prebuild-tests
 prebuild-tests: ## Compile every test binary, the e2e suite's too, with test's flags and run none (CI's E2E_PREBUILD_EARLY).
 	@mkdir -p _output
