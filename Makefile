@@ -94,9 +94,13 @@ E2E_FLAGS ?=
 # E2E_NODES: the nodes of the cluster test-e2e starts; the availability
 # suite (drain, node loss, spread over zones) needs 3.
 E2E_NODES ?= 3
+# The monitoring stack's build (its first is the testbed's longest after
+# Kubernetes) and install run beside the first suites, which do not use it;
+# its suite runs after them.
 # E2E_PREBUILD: make targets run at the lowest CPU priority while the suites
-# run, which mostly wait on the cluster: CI builds what verify, test and the
-# bench need this way (prebuild-checks bench-binaries). A build of the same
+# run, which mostly wait on the cluster, once the monitoring stack is up: CI
+# builds what verify, test and the bench need this way (prebuild-checks
+# bench-binaries). A build of the same
 # tool in the foreground waits for it (hack/tool.sh's lock), and test-e2e
 # returns only once they have ended, so the stages after it compile nothing
 # twice at once. Their output: _output/e2e-prebuild.log; _output/e2e-prebuild.done
@@ -106,15 +110,20 @@ E2E_PREBUILD ?=
 # take no lock of hack/tool.sh's store (prebuild-tests): they fill the cores
 # the component builds leave idle, and E2E_PREBUILD starts once they end.
 E2E_PREBUILD_EARLY ?=
-test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement and an OCI registry, smoke, operator, monitoring, availability, network-policy and OCI suites, cluster down (KEEP_CLUSTER=1 keeps it).
-	@mkdir -p _output && rm -f _output/e2e-prebuild.done
+test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement and an OCI registry, the monitoring stack built and installed beside the first suites, smoke, operator, availability, network-policy, OCI and cache suites, then the monitoring suite, then the lifecycle with Helm 4, cluster down (KEEP_CLUSTER=1 keeps it).
+	@mkdir -p _output && rm -f _output/e2e-prebuild.done _output/e2e-monitoring.rc
 	@$(if $(E2E_PREBUILD_EARLY),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
-	@$(MAKE) --no-print-directory cluster-up MONITORING=1 NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
-	@$(if $(E2E_PREBUILD),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done) &,:)
-	@rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
+	@$(MAKE) --no-print-directory cluster-up NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
+	@( $(MAKE) --no-print-directory monitoring-up > _output/e2e-monitoring.log 2>&1; echo $$? > _output/e2e-monitoring.rc; \
+	  $(if $(E2E_PREBUILD),nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done,:) ) & bg=$$!; \
+	  rc=0; $(MAKE) --no-print-directory e2e E2E_FLAGS='$(E2E_FLAGS) -ginkgo.label-filter=!monitoring' || rc=$$?; \
+	  start=$$SECONDS; while [ ! -e _output/e2e-monitoring.rc ]; do sleep 2; done; \
+	  echo "test-e2e: waited $$((SECONDS - start))s for the monitoring stack"; cat _output/e2e-monitoring.log; \
+	  if [ $$rc = 0 ] && [ "$$(cat _output/e2e-monitoring.rc)" != 0 ]; then echo "test-e2e: make monitoring-up failed"; rc=1; fi; \
+	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory e2e E2E_FLAGS='$(E2E_FLAGS) -ginkgo.label-filter=monitoring' || rc=$$?; fi; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory e2e E2E_HELM=helm4 E2E_FLAGS=-ginkgo.label-filter=lifecycle || rc=$$?; fi; \
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; \
-	  $(if $(E2E_PREBUILD),start=$$SECONDS; flock _output/e2e-prebuild.lock true; echo "test-e2e: waited $$((SECONDS - start))s for E2E_PREBUILD to end";) exit $$rc
+	  start=$$SECONDS; wait $$bg; $(if $(E2E_PREBUILD),echo "test-e2e: waited $$((SECONDS - start))s for E2E_PREBUILD to end";) exit $$rc
 
 # What verify and test would otherwise build cold: their tools, and the Go
 # and golangci-lint caches of lint and every test binary (compiled with

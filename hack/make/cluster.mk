@@ -5,7 +5,8 @@ export TESTBED_DIR
 export IMG
 TESTBED_KUBECONFIG := $(TESTBED_DIR)/kubeconfig
 # MONITORING=1: the testbed also runs prometheus-operator and a Prometheus
-# (test/testbed/monitoring); `make test-e2e` always asks for it.
+# (test/testbed/monitoring); `make test-e2e` installs it with monitoring-up
+# once the cluster is up.
 MONITORING ?= 0
 export WITH_MONITORING = $(MONITORING)
 # NODES=N: the testbed has N nodes (1 to 9): node 1 runs the control plane and
@@ -36,8 +37,10 @@ endif
 ##@ Cluster
 
 .PHONY: cluster-deps
+# One apt at a time: CI runs this beside test-e2e, whose cluster-up needs it too.
 cluster-deps: ## Install the Debian packages the testbed needs (apt-get, only what is missing).
-	@missing=$$(for p in $(TESTBED_DEBS); do dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
+	@exec 9>/run/lock/memcached-operator-apt.lock; flock 9; \
+	missing=$$(for p in $(TESTBED_DEBS); do dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
@@ -55,8 +58,12 @@ images: cluster-deps ## Build the testbed's OCI image archives (operator image e
 	test/testbed/images.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-deps cluster-binaries images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus; NETPOL=1: + NetworkPolicy enforcement; REGISTRY=1: + an OCI registry); kubeconfig in $(TESTBED_DIR)/kubeconfig.
+cluster-up: cluster-binaries cluster-deps images ## Start the testbed cluster of NODES nodes (default 1) + cert-manager (MONITORING=1: + prometheus-operator and Prometheus; NETPOL=1: + NetworkPolicy enforcement; REGISTRY=1: + an OCI registry); kubeconfig in $(TESTBED_DIR)/kubeconfig.
 	test/testbed/cluster-up.sh
+
+.PHONY: monitoring-up
+monitoring-up: ## Build (once) and install prometheus-operator and a Prometheus on the running testbed (what cluster-up MONITORING=1 does at start).
+	test/testbed/monitoring/install.sh
 
 .PHONY: node-stop
 node-stop: ## Kill one node of the running testbed at once (NODE=testbed-2): kubelet, containerd, kube-proxy, enforcer, shims, containers.

@@ -22,12 +22,10 @@ for n in pause memcached memcached-next cert-manager-controller cert-manager-web
 done
 # The monitoring stack only when asked for (WITH_MONITORING=1, `make cluster-up
 # MONITORING=1`): its first build is the longest of the testbed's.
-monitoring_images=()
+MON_ENV=()
 if [[ ${WITH_MONITORING:-0} == 1 ]]; then
-  for n in prometheus prometheus-operator prometheus-config-reloader; do
-    archives+=("$("$TOOL" "image-$n")")
-    monitoring_images+=("$(tr a-z- A-Z_ <<<"$n")_IMAGE=$("$TOOL" "image-name-$n")")
-  done
+  monitoring_images
+  archives+=("${MON_ARCHIVES[@]}")
 fi
 
 # The smoke tests' in-cluster client/server (no busybox can be pulled).
@@ -65,17 +63,8 @@ PROBE_IMAGE=localhost/testbed-probe:1
 OPERATOR_IMAGE=${op_archive:+$IMG}
 IMAGE_ARCHIVES="${archives[*]}"
 ENV
-printf '%s\n' "${monitoring_images[@]}" >>"$TB_DIR/images.env.tmp"
+printf '%s\n' "${MON_ENV[@]}" >>"$TB_DIR/images.env.tmp"
 mv -f "$TB_DIR/images.env.tmp" "$TB_DIR/images.env"
 for a in "${archives[@]}"; do log "image $(du -h "$a" | cut -f1)  $a"; done
 # A running cluster gets the fresh operator image right away, on every node.
-if [[ -n $op_archive ]]; then
-  nodes=$(cluster_nodes)
-  for ((i = 1; i <= nodes; i++)); do
-    node_env "$i"
-    if [[ -S $N_SOCK ]] && pid_alive "containerd$N_SFX"; then
-      "$("$TOOL" ctr)" --address "$N_SOCK" -n k8s.io images import --local "$op_archive" >/dev/null &&
-        log "imported $IMG into the running testbed ($N_NAME)"
-    fi
-  done
-fi
+if [[ -n $op_archive ]]; then import_into_nodes "$op_archive"; fi

@@ -136,6 +136,36 @@ cluster_nodes() {
   echo "$n"
 }
 
+# import_into_nodes ARCHIVE...: imports image archives into the containerd
+# of every running node of the cluster (a node that is down keeps its store
+# and gets them at the next cluster-up).
+import_into_nodes() {
+  local i nodes ctr a out
+  ctr=$("$TOOL" ctr)
+  nodes=$(cluster_nodes)
+  for ((i = 1; i <= nodes; i++)); do
+    node_env "$i"
+    [[ -S $N_SOCK ]] && pid_alive "containerd$N_SFX" || continue
+    for a; do
+      # Quiet unless it fails: containerd warns about cgroup v1 on every call.
+      out=$("$ctr" --address "$N_SOCK" -n k8s.io images import --local "$a" 2>&1) ||
+        { printf '%s\n' "$out" >&2; return 1; }
+    done
+    log "imported ${*##*/} into the running testbed ($N_NAME)"
+  done
+}
+
+# monitoring_images: builds (once) the monitoring stack's image archives into
+# MON_ARCHIVES and their images.env lines into MON_ENV.
+monitoring_images() {
+  local n
+  MON_ARCHIVES=() MON_ENV=()
+  for n in prometheus prometheus-operator prometheus-config-reloader; do
+    MON_ARCHIVES+=("$("$TOOL" "image-$n")")
+    MON_ENV+=("$(tr a-z- A-Z_ <<<"$n")_IMAGE=$("$TOOL" "image-name-$n")")
+  done
+}
+
 # in_node I CMD...: runs CMD in node I's network (and mount) namespace.
 in_node() {
   node_env "$1"; shift

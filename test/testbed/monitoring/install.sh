@@ -3,13 +3,23 @@
 # prometheus-operator CRDs (server-side: they are too large for a client-side
 # apply's annotation), its ClusterRoles from the same module, then stack.yaml.
 # Returns once Prometheus answers /-/ready through the API server's proxy.
-# Called by cluster-up.sh with WITH_MONITORING=1; safe to run again.
+# Called by cluster-up.sh with WITH_MONITORING=1, or on a cluster already up
+# (`make monitoring-up`); safe to run again.
 set -euo pipefail
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # shellcheck source=/dev/null
 source "$TB_DIR/images.env"
-[[ -n ${PROMETHEUS_IMAGE:-} ]] || die "images.env has no monitoring images: run 'make images MONITORING=1'"
+if [[ -z ${PROMETHEUS_IMAGE:-} ]]; then
+  # A cluster started without the stack (`make monitoring-up`, as `make
+  # test-e2e` does once the suites run): build its images, import them into
+  # every node and record their names.
+  monitoring_images
+  import_into_nodes "${MON_ARCHIVES[@]}"
+  printf '%s\n' "${MON_ENV[@]}" >>"$TB_DIR/images.env"
+  # shellcheck source=/dev/null
+  source "$TB_DIR/images.env"
+fi
 K=("$BIN/kubectl")
 START=$SECONDS
 
