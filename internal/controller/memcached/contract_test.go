@@ -188,6 +188,14 @@ var _ = Describe("Memcached controller without webhooks", func() {
 		Eventually(k8s.Get).WithArguments(ctx, key(mc), &corev1.Service{}).Should(Succeed())
 		Eventually(k8s.Get).WithArguments(ctx, key(mc), &policyv1.PodDisruptionBudget{}).Should(Succeed())
 		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		// The manager's own pass over the new size ends first: a Deployment
+		// it writes between the pass's live read and its apply would make
+		// the API server answer Conflict.
+		Eventually(func(g Gomega) {
+			cur := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, key(mc), cur)).To(Succeed())
+			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		}).Should(Succeed())
 
 		By("a pass whose cache misses the Deployment, Service and PodDisruptionBudget, against the real API server")
 		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})

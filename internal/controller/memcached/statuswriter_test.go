@@ -187,3 +187,61 @@ func TestStatusWriterRules(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutSettle drives the status writer through rollouts on a fake
+// clock: the first report of a generation waits up to the settle time for
+// its rollout, so a quick one costs one write and a slow one two, the
+// first at most settle late.
+func TestRolloutSettle(t *testing.T) {
+	g := NewWithT(t)
+	mc, c, writes := statusWriteCounter(g)
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	r := &Reconciler{Client: c, ProgressInterval: 10 * time.Second, RolloutSettle: 2 * time.Second, now: func() time.Time { return now }}
+	report := func(gen int64, ready metav1.ConditionStatus, reason string, pods int32) cachev1alpha1.MemcachedStatus {
+		cond := func(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+			return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: "m", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(start)}
+		}
+		return cachev1alpha1.MemcachedStatus{ObservedGeneration: gen, ReadyReplicas: pods, Conditions: []metav1.Condition{
+			cond(cachev1alpha1.ConditionAvailable, metav1.ConditionTrue, cachev1alpha1.ReasonReplicasAvailable),
+			cond(cachev1alpha1.ConditionReady, ready, reason),
+			cond(cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonReconciled),
+			cond(cachev1alpha1.ConditionStalled, metav1.ConditionFalse, cachev1alpha1.ReasonReconciled),
+		}}
+	}
+	scaling := func(gen int64) cachev1alpha1.MemcachedStatus {
+		return report(gen, metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp, 3)
+	}
+	done := func(gen int64, pods int32) cachev1alpha1.MemcachedStatus {
+		return report(gen, metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady, pods)
+	}
+	pass, stored := statusPasses(t, g, r, c, mc)
+	*stored = done(1, 3)
+
+	g.Expect(pass(scaling(2))).To(Equal(2*time.Second), "the first report of a rollout waits")
+	now = start.Add(time.Second)
+	g.Expect(pass(scaling(2))).To(Equal(time.Second), "for what is left of the settle time")
+	g.Expect(r.remembers(client.ObjectKeyFromObject(mc))).To(ContainElement("report waiting for its rollout"))
+	now = start.Add(1500 * time.Millisecond)
+	g.Expect(pass(done(2, 5))).To(BeZero(), "the finished rollout is written at once")
+	g.Expect(*writes).To(Equal(1), "a quick rollout costs one status write")
+	g.Expect(r.remembers(client.ObjectKeyFromObject(mc))).To(Equal([]string{"last status write"}))
+
+	now = start.Add(time.Minute)
+	g.Expect(pass(scaling(3))).To(Equal(2 * time.Second))
+	now = start.Add(time.Minute + 2*time.Second)
+	g.Expect(pass(scaling(3))).To(BeZero(), "a slow rollout's first report goes once the settle time is up")
+	g.Expect(stored.ObservedGeneration).To(Equal(int64(3)))
+	now = start.Add(time.Minute + 30*time.Second)
+	g.Expect(pass(done(3, 7))).To(BeZero())
+	g.Expect(*writes).To(Equal(3))
+
+	now = start.Add(2 * time.Minute)
+	g.Expect(pass(scaling(4))).To(Equal(2 * time.Second))
+	now = now.Add(time.Second)
+	g.Expect(pass(scaling(5))).To(Equal(2*time.Second), "a newer generation waits from when it was first seen")
+
+	r.writer().settle = 0
+	g.Expect(pass(scaling(5))).To(BeZero(), "without a settle time the report is written at once")
+	g.Expect(*writes).To(Equal(4))
+}
