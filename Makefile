@@ -114,7 +114,7 @@ test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPo
 	@mkdir -p _output && rm -f _output/e2e-prebuild.done _output/e2e-monitoring.rc
 	@$(if $(E2E_PREBUILD_EARLY),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
 	@$(MAKE) --no-print-directory cluster-up NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
-	@( $(MAKE) --no-print-directory monitoring-up > _output/e2e-monitoring.log 2>&1; echo $$? > _output/e2e-monitoring.rc; \
+	@( nice -n 10 $(MAKE) --no-print-directory monitoring-up > _output/e2e-monitoring.log 2>&1; echo $$? > _output/e2e-monitoring.rc; \
 	  $(if $(E2E_PREBUILD),nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done,:) ) & bg=$$!; \
 	  rc=0; $(MAKE) --no-print-directory e2e E2E_FLAGS='$(E2E_FLAGS) -ginkgo.label-filter=!monitoring' || rc=$$?; \
 	  start=$$SECONDS; while [ ! -e _output/e2e-monitoring.rc ]; do sleep 2; done; \
@@ -136,8 +136,9 @@ prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill t
 .PHONY: prebuild-tests
 prebuild-tests: ## Compile every test binary, the e2e suite's too, with test's flags and run none (CI's E2E_PREBUILD_EARLY).
 	@mkdir -p _output
-	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
+	@# The e2e suite's first: its suites start as soon as the cluster is up.
 	-go test -tags e2e ./test/e2e/ -count=1 -run '^$$' >/dev/null
+	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 
 .PHONY: e2e
 e2e: ## Run the e2e suites against the running testbed cluster (E2E_HELM=helm4: with Helm 4; E2E_FLAGS: Ginkgo flags).
