@@ -50,7 +50,6 @@ type options struct {
 	kubeAPIQPS                             float64
 	kubeAPIBurst                           int
 	statusProgressInterval                 time.Duration
-	statusRolloutSettle                    time.Duration
 	gracefulShutdown                       time.Duration
 	enableWebhooks                         bool
 	webhookPort                            int
@@ -93,7 +92,6 @@ func main() {
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "Requests a second the operator may send to the API server, one limiter for all its clients (0: no client-side limit, controller-runtime's default; the API server's priority and fairness still apply).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "Requests the client may send at once above --kube-api-qps (0: a second's worth, at least 10); only with --kube-api-qps.")
 	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available (transitions are written at once); 0 writes every change.")
-	fs.DurationVar(&o.statusRolloutSettle, "status-rollout-settle", 2*time.Second, "Longest a fleet's first status of a new generation waits for the rollout it starts, so a rollout done by then costs one status write; 0 writes it at once.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long the operator waits, once told to stop, for its work to end and its Lease to be released; keep it below the pod's grace period minus its preStop delay, or the kubelet kills it with the Lease held.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
@@ -212,7 +210,6 @@ func run(o options) error {
 		Limits:    limits,
 
 		ProgressInterval: o.statusProgressInterval,
-		RolloutSettle:    o.statusRolloutSettle,
 	}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}

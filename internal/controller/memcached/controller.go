@@ -64,10 +64,6 @@ type Reconciler struct {
 	// then costs its transitions, not one write per pod that becomes ready.
 	// 0 writes every change.
 	ProgressInterval time.Duration
-	// RolloutSettle is how long the first status of a new generation waits
-	// for the rollout it starts (status.Settling): a rollout done by then
-	// costs one status write instead of two. 0 writes it at once.
-	RolloutSettle time.Duration
 
 	// objects writes the owned objects and statuses writes the status; both
 	// are made on first use from the fields above, and remember what they
@@ -93,7 +89,7 @@ func (r *Reconciler) clock() time.Time {
 func (r *Reconciler) init() {
 	r.parts.Do(func() {
 		r.objects = &apply.Applier{Client: r.Client, APIReader: r.APIReader}
-		r.statuses = &statusWriter{interval: r.ProgressInterval, settle: r.RolloutSettle, now: r.clock}
+		r.statuses = &statusWriter{interval: r.ProgressInterval, now: r.clock}
 	})
 }
 

@@ -22,10 +22,6 @@ import (
 //   - one equal to the status the pass read is not sent;
 //   - one equal to this process's last write over the same object is not
 //     sent again: the pass ran before that write reached the cache;
-//   - the first report of a new generation whose rollout is all it has to
-//     say (status.Settling) waits up to settle after this process first
-//     computed it, so a rollout done by then costs one write, the finished
-//     report, and no report lags its generation longer;
 //   - one that only reports a rollout's progress (status.ProgressOnly) waits
 //     until interval after the fleet's last write, so a rollout costs its
 //     transitions rather than a write per pod; the pass is asked for again
@@ -35,22 +31,10 @@ type statusWriter struct {
 	// interval is the least time between two writes of a fleet that only
 	// report progress; 0 sends every change.
 	interval time.Duration
-	// settle is how long the first report of a new generation may wait for
-	// its rollout; 0 sends it at once.
-	settle time.Duration
-	now    func() time.Time
+	now      func() time.Time
 	// last holds each fleet's last status write by this process
 	// (types.NamespacedName → *statusWrite).
 	last sync.Map
-	// settling holds when this process first computed a fleet's report of
-	// a generation it has not written yet (types.NamespacedName → *firstReport).
-	settling sync.Map
-}
-
-// firstReport is when a report of generation was first computed.
-type firstReport struct {
-	generation int64
-	at         time.Time
 }
 
 // statusWrite is a status this process wrote: when, what, and the
@@ -86,18 +70,6 @@ func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1al
 	if last != nil && last.over == read.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, computed) {
 		return verdict{}
 	}
-	if w.settle > 0 && status.Settling(&read.Status, computed) {
-		key := client.ObjectKeyFromObject(read)
-		first := &firstReport{generation: computed.ObservedGeneration, at: now}
-		if v, ok := w.settling.Load(key); ok && v.(*firstReport).generation == first.generation {
-			first = v.(*firstReport)
-		} else {
-			w.settling.Store(key, first)
-		}
-		if wait := w.settle - now.Sub(first.at); wait > 0 {
-			return verdict{wait: wait}
-		}
-	}
 	if w.interval <= 0 || last == nil || !status.ProgressOnly(&read.Status, computed) {
 		return verdict{cause: statusChange}
 	}
@@ -120,7 +92,6 @@ func (w *statusWriter) write(ctx context.Context, c client.Client, read, updated
 		return 0, fmt.Errorf("patching status of Memcached %s: %w", key, err)
 	}
 	statusWrites.WithLabelValues(v.cause).Inc()
-	w.settling.Delete(key)
 	w.last.Store(key, &statusWrite{at: now, over: read.ResourceVersion, status: updated.Status.DeepCopy()})
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Wrote status", "ready", conditionSummary(&updated.Status, cachev1alpha1.ConditionReady),
@@ -131,22 +102,15 @@ func (w *statusWriter) write(ctx context.Context, c client.Client, read, updated
 	return 0, nil
 }
 
-// forget drops what the writer remembers of the fleet.
-func (w *statusWriter) forget(key types.NamespacedName) {
-	w.last.Delete(key)
-	w.settling.Delete(key)
-}
+// forget drops the fleet's last write.
+func (w *statusWriter) forget(key types.NamespacedName) { w.last.Delete(key) }
 
 // remembers names what the writer remembers of the fleet, for tests.
 func (w *statusWriter) remembers(key types.NamespacedName) []string {
-	var out []string
 	if _, ok := w.last.Load(key); ok {
-		out = append(out, "last status write")
+		return []string{"last status write"}
 	}
-	if _, ok := w.settling.Load(key); ok {
-		out = append(out, "report waiting for its rollout")
-	}
-	return out
+	return nil
 }
 
 // conditionSummary is "Status/Reason" of a condition, for debug logs.

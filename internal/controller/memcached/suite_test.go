@@ -86,9 +86,6 @@ var _ = BeforeSuite(func() {
 		Defaults:  testCfg,
 		Limits:    testLimits,
 		Recheck:   time.Second,
-		// The operator's default: the specs' rollouts, which nothing
-		// finishes in envtest, are reported this much later.
-		RolloutSettle: 2 * time.Second,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	Expect(memcached.RegisterMetrics(metricsReg, mgr.GetCache(), mgr.Elected())).To(Succeed())

@@ -85,31 +85,3 @@ func Changes(before, after *cachev1alpha1.MemcachedStatus) []string {
 	}
 	return out
 }
-
-// Settling reports whether after is the first report of a new generation
-// made while that generation's rollout is still under way, with nothing else
-// to tell: Ready is False only because pods are rolling out or scaling up,
-// the fleet is neither Degraded nor Stalled, and no condition flips in a way
-// that sends an event. A quick rollout then costs one status write, the
-// finished one, if the writer waits a moment for it; anything else is news.
-func Settling(before, after *cachev1alpha1.MemcachedStatus) bool {
-	if before.ObservedGeneration == after.ObservedGeneration {
-		return false
-	}
-	ready := meta.FindStatusCondition(after.Conditions, cachev1alpha1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionFalse ||
-		(ready.Reason != cachev1alpha1.ReasonRollingOut && ready.Reason != cachev1alpha1.ReasonScalingUp) {
-		return false
-	}
-	for _, t := range []string{cachev1alpha1.ConditionDegraded, cachev1alpha1.ConditionStalled} {
-		if meta.IsStatusConditionTrue(after.Conditions, t) {
-			return false
-		}
-	}
-	for _, t := range eventConditions {
-		if worthAnEvent(meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(after.Conditions, t)) {
-			return false
-		}
-	}
-	return true
-}

@@ -1,8 +1,6 @@
 package status
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -94,54 +92,4 @@ func TestStatusChanges(t *testing.T) {
 		"nodes",
 		"readyReplicas",
 	}))
-}
-
-// TestSettling: the first report of a new generation may wait for its
-// rollout only while the rollout is all it has to say.
-func TestSettling(t *testing.T) {
-	type view struct {
-		gen                                   int64
-		want, replicas, updated, ready, avail int32
-		unschedulable                         int
-		errs                                  []error
-	}
-	// compute is the status a pass reports for v over the status before.
-	compute := func(before cachev1alpha1.MemcachedStatus, v view) cachev1alpha1.MemcachedStatus {
-		mc, spec := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To(v.want) })
-		mc.Generation, mc.Status = v.gen, *before.DeepCopy()
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: v.gen}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(v.want)}}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: v.gen, Replicas: v.replicas, UpdatedReplicas: v.updated,
-			ReadyReplicas: v.ready, AvailableReplicas: v.avail}
-		var nodes []string
-		for i := range v.ready {
-			nodes = append(nodes, fmt.Sprint("pod-", i))
-		}
-		Compute(mc, Observation{Spec: spec, Deployment: d, Nodes: nodes, NodesObserved: true,
-			Unschedulable: v.unschedulable, UnschedulableMessage: "0/3 nodes are available", Errors: v.errs})
-		return mc.Status
-	}
-	running := compute(cachev1alpha1.MemcachedStatus{}, view{gen: 1, want: 3, replicas: 3, updated: 3, ready: 3, avail: 3})
-	tests := []struct {
-		name   string
-		before cachev1alpha1.MemcachedStatus
-		after  view
-		want   bool
-	}{
-		{"a new fleet whose pods start", cachev1alpha1.MemcachedStatus{}, view{gen: 1, want: 3, replicas: 3}, true},
-		{"a resize whose new pods start", running, view{gen: 2, want: 5, replicas: 5, updated: 5, ready: 3, avail: 3}, true},
-		{"a template change rolling out", running, view{gen: 2, want: 3, replicas: 4, updated: 1, ready: 3, avail: 3}, true},
-		{"a new generation already rolled out", running, view{gen: 2, want: 5, replicas: 5, updated: 5, ready: 5, avail: 5}, false},
-		{"the same generation, still rolling out", compute(cachev1alpha1.MemcachedStatus{}, view{gen: 1, want: 3, replicas: 3}),
-			view{gen: 1, want: 3, replicas: 3, updated: 3, ready: 1}, false},
-		{"a new generation whose pods find no node", running, view{gen: 2, want: 5, replicas: 5, updated: 5, ready: 3, avail: 3, unschedulable: 2}, false},
-		{"a new generation that lost a ready pod", running, view{gen: 2, want: 3, replicas: 3, updated: 3, ready: 1, avail: 1}, false},
-		{"a new generation the operator failed to apply", running,
-			view{gen: 2, want: 5, replicas: 5, updated: 5, ready: 3, avail: 3, errs: []error{errors.New("the API server refused")}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			after := compute(tt.before, tt.after)
-			NewWithT(t).Expect(Settling(&tt.before, &after)).To(Equal(tt.want), "%s", Changes(&tt.before, &after))
-		})
-	}
 }
