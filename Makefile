@@ -136,7 +136,8 @@ prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill t
 .PHONY: prebuild-tests
 prebuild-tests: ## Compile every test binary, the e2e suite's too, with test's flags and run none (CI's E2E_PREBUILD_EARLY).
 	@mkdir -p _output
-	@# The e2e suite's first: its suites start as soon as the cluster is up.
+	@# The e2e suite's first: its suites need it as soon as the cluster is up
+	@# (at nice 19 beside the component builds it may not be done by then).
 	-go test -tags e2e ./test/e2e/ -count=1 -run '^$$' >/dev/null
 	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 
