@@ -27,6 +27,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // restartGap is how long after a stop memcached may start again on the
@@ -90,17 +92,6 @@ func (l *Launcher) Warm() bool {
 // same. Other signals are memcached's business: the auth reloader signals it
 // directly.
 func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
-	meta := l.MemoryFile + ".meta"
-	if fi, err := os.Stat(meta); err == nil {
-		if wait := restartGap - time.Since(fi.ModTime()); wait > 0 {
-			l.pause(wait)
-		}
-		l.Log.Info("Starting memcached on its saved cache", "memoryFile", l.MemoryFile)
-	} else if _, err := os.Stat(l.MemoryFile); err == nil {
-		l.Log.Warn("memcached ended without saving its cache (a crash, an OOM kill or a kill): starting cold", "memoryFile", l.MemoryFile)
-	} else {
-		l.Log.Info("No cache to restore: starting cold", "memoryFile", l.MemoryFile)
-	}
 	args, argsRaw := l.Args, []byte(nil)
 	var poll <-chan time.Time // nil, never ready, without an args file
 	if l.ArgsFile != "" {
@@ -111,6 +102,10 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 		t := time.NewTicker(cmp.Or(l.poll, argsPoll))
 		defer t.Stop()
 		poll = t.C
+	}
+	l.restore(args)
+	if err := l.recordArgs(args); err != nil {
+		l.Log.Warn("Cannot record memcached's command line beside its memory file: a later change of its item memory starts cold", "error", err.Error())
 	}
 	cmd := exec.Command(l.Memcached, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -155,6 +150,45 @@ func (l *Launcher) Run(ctx context.Context, stop <-chan os.Signal) Outcome {
 			_ = cmd.Process.Signal(syscall.SIGUSR1)
 		}
 	}
+}
+
+// restore readies the memory file for a start under args: a saved cache
+// is reused as it is, or copied into a file made under args when they
+// change a setting it was made with (migrate); else memcached starts cold.
+func (l *Launcher) restore(args []string) {
+	if !l.waitGap() {
+		if _, err := os.Stat(l.MemoryFile); err == nil {
+			l.Log.Warn("memcached ended without saving its cache (a crash, an OOM kill or a kill): starting cold", "memoryFile", l.MemoryFile)
+		} else {
+			l.Log.Info("No cache to restore: starting cold", "memoryFile", l.MemoryFile)
+		}
+		return
+	}
+	if old := l.savedUnder(args); old != nil {
+		l.Log.Info("memcached's new options change a setting its memory file was made with: copying the saved cache into a new file",
+			"before", policy.MemoryFileSettings(old), "after", policy.MemoryFileSettings(args))
+		m, err := l.migrate(old, args)
+		if err != nil {
+			l.Log.Error("Copying the saved cache failed: starting cold", "error", err.Error(), "copied", m.Copied, "seconds", m.Took.Seconds())
+			return
+		}
+		l.Log.Info("Copied the saved cache into a new memory file", "copied", m.Copied, "dropped", m.Dropped, "seconds", m.Took.Seconds())
+		l.waitGap()
+	}
+	l.Log.Info("Starting memcached on its saved cache", "memoryFile", l.MemoryFile)
+}
+
+// waitGap waits until memcached may start on the saved cache, if there is
+// one, and tells whether there is.
+func (l *Launcher) waitGap() bool {
+	fi, err := os.Stat(l.MemoryFile + ".meta")
+	if err != nil {
+		return false
+	}
+	if wait := restartGap - time.Since(fi.ModTime()); wait > 0 {
+		l.pause(wait)
+	}
+	return true
 }
 
 func (l *Launcher) outcome(asked bool, err error) Outcome {

@@ -19,11 +19,12 @@ const WarmRestartWarning = "this change restarts memcached in each pod in place,
 // refuses the saved cache and starts empty.
 const WarmColdWarning = "this change restarts memcached in each pod in place, one pod at a time, but memcached cannot restore a cache made with another "
 
-// memoryFileOptions are the extraArgs memcached records with a memory
-// file and compares on a warm restart, beside -m and -I: the slab layout
-// and CAS. A change to one makes memcached start with an empty cache.
+// memoryFileOptions are the options memcached records with a memory file
+// and compares on a warm restart: the item memory, the slab layout and CAS.
+// memcached refuses a saved cache made under other values (extraArgs never
+// hold -m or -I, which are fields).
 var (
-	memoryFileShorts   = []byte{'C', 'f', 'n'}
+	memoryFileShorts   = []byte{'m', 'I', 'C', 'f', 'n'}
 	memoryFileExtended = []string{"slab_chunk_max", "slab_sizes", "slab_reassign"}
 )
 
@@ -44,7 +45,7 @@ func memoryFileChanges(oldSpec, spec *cachev1alpha1.MemcachedSpec) []string {
 	if ptr.Deref(oldSpec.MaxItemSize, "") != ptr.Deref(spec.MaxItemSize, "") {
 		changed = append(changed, "maxItemSize")
 	}
-	before, after := memoryFileArgs(oldSpec.ExtraArgs), memoryFileArgs(spec.ExtraArgs)
+	before, after := MemoryFileSettings(oldSpec.ExtraArgs), MemoryFileSettings(spec.ExtraArgs)
 	for _, name := range sortedKeys(before, after) {
 		b, inBefore := before[name]
 		a, inAfter := after[name]
@@ -55,9 +56,11 @@ func memoryFileChanges(oldSpec, spec *cachev1alpha1.MemcachedSpec) []string {
 	return changed
 }
 
-// memoryFileArgs are the values of the memoryFileOptions in extraArgs, by
-// name ("-C", "-o slab_chunk_max"); the last one counts, as for memcached.
-func memoryFileArgs(args []string) map[string]string {
+// MemoryFileSettings are the values of the memoryFileOptions in a memcached
+// command line, by name ("-m", "-o slab_chunk_max"); the last one counts,
+// as for memcached. Two command lines with equal settings can share a
+// memory file.
+func MemoryFileSettings(args []string) map[string]string {
 	opts, _ := ParseArgs(field.NewPath("extraArgs"), args)
 	out := map[string]string{}
 	for _, o := range opts {
