@@ -187,7 +187,7 @@ func (l *Launcher) private(args []string, sock string) (*privateMemcached, error
 		}
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("memcached %v ended at start: %v", args, p.err)
+			return nil, fmt.Errorf("memcached %v ended at start: %w", args, p.err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -557,7 +557,7 @@ func TestWarmUpdateWarnings(t *testing.T) {
 		}
 	}
 	cold := func(what string) string {
-		return policy.WarmColdWarning + what + ": each pod starts with an empty cache"
+		return policy.WarmColdWarning + what + "; " + policy.WarmCopyNote
 	}
 	for _, tt := range []struct {
 		name string
@@ -583,7 +583,10 @@ func TestWarmUpdateWarnings(t *testing.T) {
 			s.ExtraArgs = append(s.ExtraArgs, "-o", "slab_reassign")
 		},
 			cold("maxItemSize, extraArgs -o slab_reassign")},
-		{"the memory limit: the pods are replaced", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](200) }, policy.RestartWarning},
+		{"the item memory: resized in place", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](200) }, policy.WarmResizeWarning},
+		{"the memory limit: resized in place", func(s *cachev1alpha1.MemcachedSpec) {
+			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
+		}, policy.WarmResizeWarning},
 		{"pod labels: the pods are replaced", func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = map[string]string{"team": "a"} }, policy.RestartWarning},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

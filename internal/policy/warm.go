@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -15,9 +16,17 @@ import (
 const WarmRestartWarning = "this change restarts memcached in each pod in place, one pod at a time; each keeps its cache (spec.warmRestart)"
 
 // WarmColdWarning begins the warning of an update taken in place that
-// changes a setting memcached's memory file was made with: memcached then
-// refuses the saved cache and starts empty.
-const WarmColdWarning = "this change restarts memcached in each pod in place, one pod at a time, but memcached cannot restore a cache made with another "
+// changes a setting memcached's memory file was made with: memcached
+// refuses the saved cache, and the launcher copies it into a new file.
+const WarmColdWarning = "this change restarts memcached in each pod in place, one pod at a time, and copies its cache into a memory file made with the new "
+
+// WarmCopyNote ends WarmColdWarning and begins WarmResizeWarning's end:
+// what a copy keeps, and when a pod has no room for it.
+const WarmCopyNote = "items that no longer fit are dropped; a pod without room for the copy (its memory volume holds twice the item memory it was made with) is replaced and starts with an empty cache"
+
+// WarmResizeWarning is the warning of an update of a warm fleet's memory
+// or resources: each pod is resized in place and keeps its cache.
+const WarmResizeWarning = "this change resizes memcached in each pod in place, one pod at a time, and copies its cache into its new item memory; " + WarmCopyNote
 
 // memoryFileOptions are the options memcached records with a memory file
 // and compares on a warm restart: the item memory, the slab layout and CAS.
@@ -29,12 +38,12 @@ var (
 )
 
 // warmInPlace tells whether a fleet with warm restarts takes a change in
-// place: one that touches the pods only through memcached's image and
-// command line (the options no other part of the pod depends on).
+// place: one that touches the pods only through memcached's image, command
+// line and resources.
 func warmInPlace(oldSpec, spec *cachev1alpha1.MemcachedSpec) bool {
 	o := oldSpec.DeepCopy()
-	o.Image, o.MaxConnections, o.Threads, o.Verbosity, o.MaxItemSize, o.ExtraArgs =
-		spec.Image, spec.MaxConnections, spec.Threads, spec.Verbosity, spec.MaxItemSize, spec.ExtraArgs
+	o.Image, o.MaxConnections, o.Threads, o.Verbosity, o.MaxItemSize, o.ExtraArgs, o.MemoryLimitMB, o.Resources =
+		spec.Image, spec.MaxConnections, spec.Threads, spec.Verbosity, spec.MaxItemSize, spec.ExtraArgs, spec.MemoryLimitMB, spec.Resources
 	return !restartsPods(o, spec)
 }
 
@@ -97,8 +106,11 @@ func restartWarning(oldSpec, spec *cachev1alpha1.MemcachedSpec) string {
 	if !WarmRestartEnabled(oldSpec) || !WarmRestartEnabled(spec) || !warmInPlace(oldSpec, spec) {
 		return RestartWarning
 	}
+	if !apiequality.Semantic.DeepEqual(oldSpec.MemoryLimitMB, spec.MemoryLimitMB) || !apiequality.Semantic.DeepEqual(oldSpec.Resources, spec.Resources) {
+		return WarmResizeWarning
+	}
 	if changed := memoryFileChanges(oldSpec, spec); len(changed) > 0 {
-		return WarmColdWarning + strings.Join(changed, ", ") + ": each pod starts with an empty cache"
+		return WarmColdWarning + strings.Join(changed, ", ") + "; " + WarmCopyNote
 	}
 	return WarmRestartWarning
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/status"
 )
 
@@ -254,8 +255,21 @@ spec:
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
-	It("measures a memory limit raised", func() {
-		measure("memory limit up", patchBoth(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`), nil)
+	It("resizes a warm fleet's memcached in place on a memory limit raised: every pod keeps its cache, copied into the new item memory", func() {
+		uids := warmUIDs(ctx)
+		got := measure("memory limit up", patchBoth(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`), func(g Gomega) {
+			for _, p := range fleetPodList(ctx, g, cacheNamespace, "warm") {
+				g.Expect(p.Annotations[desired.ArgsAnnotation]).To(ContainSubstring(`"-m","144"`), "%s has the new item memory", p.Name)
+				for _, c := range p.Status.ContainerStatuses {
+					if c.Name == desired.MemcachedContainer {
+						g.Expect(c.Resources).NotTo(BeNil())
+						g.Expect(c.Resources.Limits.Memory().String()).To(Equal("160Mi"), "the kubelet resized %s", p.Name)
+					}
+				}
+			}
+		})
+		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, resized in place")
+		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
 	It("brings a deleted pod back under its name, empty, while the others keep theirs", func() {

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
@@ -92,24 +93,48 @@ func TestWarmStatefulSet(t *testing.T) {
 	}
 	g.Expect(memory).NotTo(BeNil())
 	g.Expect(memory.EmptyDir.Medium).To(Equal(corev1.StorageMediumMemory))
-	g.Expect(memory.EmptyDir.SizeLimit.String()).To(Equal("65Mi"), "-m and its metadata")
+	g.Expect(memory.EmptyDir.SizeLimit.String()).To(Equal("130Mi"), "-m and its metadata, twice: room for a copy")
+	g.Expect(pod.InitContainers[0].Resources.Limits.Memory().String()).To(Equal("16Mi"), "no pod limit to raise: memcached has none")
 
-	hash := func(mutate func(*cachev1alpha1.MemcachedSpec)) string {
+	// With memory limits, the launcher's raises the pod's by one memory file.
+	mc, spec = fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) {
+		warm(s)
+		s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
+	})
+	g.Expect(fleettest.RoundTrip(desired.StatefulSet(mc, spec), set)).To(Succeed())
+	g.Expect(set.Spec.Template.Spec.InitContainers[0].Resources.Limits.Memory().String()).To(Equal("244Mi"), "128Mi, and a memory file of 115 MiB and its metadata")
+	g.Expect(set.Spec.Template.Spec.InitContainers[0].Resources.Requests.Memory().String()).To(Equal("8Mi"), "nothing reserved on the node")
+
+	template := func(mutate func(*cachev1alpha1.MemcachedSpec)) map[string]string {
 		mc, spec := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) { warm(s); mutate(s) })
 		set := &appsv1.StatefulSet{}
 		g.Expect(fleettest.RoundTrip(desired.StatefulSet(mc, spec), set)).To(Succeed())
-		return set.Spec.Template.Annotations[desired.TemplateAnnotation]
+		return set.Spec.Template.Annotations
+	}
+	hash := func(mutate func(*cachev1alpha1.MemcachedSpec)) string {
+		return template(mutate)[desired.TemplateAnnotation]
 	}
 	same := hash(func(*cachev1alpha1.MemcachedSpec) {})
 	g.Expect(same).NotTo(BeEmpty())
-	// The hash this template had when warm restarts shipped: an operator
-	// that names the same template otherwise replaces every warm pod, and
-	// its cache, when it is upgraded.
-	g.Expect(same).To(Equal(warmTemplateHash), "an operator upgrade changed the template hash of an unchanged spec")
+	// The hashes these templates had before in-place resizes: an operator
+	// upgrade whose pods match neither replaces every warm pod, and its
+	// cache.
+	g.Expect(template(func(*cachev1alpha1.MemcachedSpec) {})).To(HaveKeyWithValue(desired.LegacyTemplateAnnotation, warmTemplateHash),
+		"an operator upgrade changed the legacy template hash of an unchanged spec")
+	g.Expect(template(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
+		s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "creds"}}
+		s.Monitoring = &cachev1alpha1.MonitoringSpec{Exporter: &cachev1alpha1.ExporterSpec{Enabled: ptr.To(true), Image: ptr.To("exp:1")}}
+	})).To(HaveKeyWithValue(desired.LegacyTemplateAnnotation, "d83bf2ecddd41685"), "the same with limits, auth and the exporter")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("memcached:other") })).To(Equal(same), "an image change can be made in place")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) })).To(Equal(same), "the size is not the pods'")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](2048) })).To(Equal(same), "a command line change is made in place")
-	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](128) })).NotTo(Equal(same), "the memory file's volume is sized to -m")
+	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](128) })).To(Equal(same), "so is a memory change, by a resize")
+	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) {
+		s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
+	})).To(Equal(same), "and a change of resources")
+	g.Expect(template(func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMB = ptr.To[int32](128) })[desired.LegacyTemplateAnnotation]).
+		NotTo(Equal(warmTemplateHash), "a pod of an operator before resizes has no room to copy its cache: replaced")
 	g.Expect(hash(func(s *cachev1alpha1.MemcachedSpec) { s.PodLabels = map[string]string{"a": "b"} })).NotTo(Equal(same))
 
 	_, plain := fleettest.NewMemcached(func(s *cachev1alpha1.MemcachedSpec) { s.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet) })
@@ -160,7 +185,7 @@ func TestWarmWarningsMatchTheTemplate(t *testing.T) {
 		}
 		_, warnings := policy.ValidateUpdate(old, mixed, policy.Limits{MaxSize: 1000})
 		inPlaceSaid := slices.ContainsFunc(warnings, func(w string) bool {
-			return w == policy.WarmRestartWarning || strings.HasPrefix(w, policy.WarmColdWarning)
+			return w == policy.WarmRestartWarning || w == policy.WarmResizeWarning || strings.HasPrefix(w, policy.WarmColdWarning)
 		})
 		replacedSaid := slices.Contains(warnings, policy.RestartWarning)
 		if hash(old) != hash(mixed) {

@@ -18,7 +18,7 @@ import (
 // memory-backed volume that outlives its container, and the launcher that
 // an init container copies from the operator image beside it.
 const (
-	memoryVolumeName   = "memory-file"
+	memoryVolumeName   = MemoryVolumeName
 	memoryMountPath    = "/var/lib/memcached"
 	memoryFile         = memoryMountPath + "/memory"
 	launcherVolumeName = "launcher"
@@ -32,10 +32,17 @@ const (
 )
 
 // TemplateAnnotation is the annotation of a warm fleet's pods that names
-// their template less memcached's image and command line: a pod whose value
-// is the current template's differs from it in those alone, which the
-// operator then changes in place.
+// their template less what the operator changes in place: memcached's
+// image, command line and resources, and the sizes that follow its memory
+// (the memory file's volume, the launcher's headroom). A pod whose value is
+// the current template's differs from it in those alone.
 const TemplateAnnotation = "memcached.cache.example.com/pod-template"
+
+// LegacyTemplateAnnotation names the template as operators before in-place
+// resizes named it (less image and command line only), with the volume and
+// launcher sizes of then: pods those operators made match it when nothing
+// but the operator changed, and are not replaced by its upgrade.
+const LegacyTemplateAnnotation = "memcached.cache.example.com/pod-template-v1"
 
 // ArgsAnnotation holds memcached's command line, a JSON array, in a warm
 // fleet's pods: the launcher reads it through a downward API file, so that
@@ -57,8 +64,7 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath("metadata.annotations['"+ArgsAnnotation+"']")))),
 		corev1ac.Volume().WithName(memoryVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithMedium(corev1.StorageMediumMemory).
-			// The file is -m megabytes, its metadata a few kilobytes.
-			WithSizeLimit(resource.MustParse(strconv.Itoa(int(*spec.MemoryLimitMB)+1)+"Mi"))),
+			WithSizeLimit(MemoryVolumeSize(*spec.MemoryLimitMB))),
 		corev1ac.Volume().WithName(launcherVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithSizeLimit(resource.MustParse("64Mi"))))
 	pod.WithInitContainers(corev1ac.Container().
@@ -67,7 +73,7 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 		WithImagePullPolicy(ptr.Deref(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
 		WithCommand("/memcached-launcher", "--install="+launcherPath).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(launcherVolumeName).WithMountPath(launcherMountPath)).
-		WithResources(resources(&reloaderResources)).
+		WithResources(resources(launcherResources(pod.Containers, *spec.MemoryLimitMB))).
 		WithSecurityContext(restrictedContainer()))
 	for i := range pod.Containers {
 		if c := &pod.Containers[i]; *c.Name == containerName {
@@ -84,11 +90,56 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 		panic("memcached's arguments do not encode: " + err.Error())
 	}
 	tpl.WithAnnotations(map[string]string{ArgsAnnotation: string(args)})
-	tpl.WithAnnotations(map[string]string{TemplateAnnotation: templateHash(tpl)})
+	current, legacy := templateHashes(tpl, *spec.MemoryLimitMB)
+	tpl.WithAnnotations(map[string]string{TemplateAnnotation: current, LegacyTemplateAnnotation: legacy})
 }
 
-// templateHash names a pod template less memcached's image and command line.
-func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
+// MemoryVolumeSize is the memory-backed volume of a warm pod made for -m
+// megabytes: room for the memory file and a copy of it, so that a change
+// of item memory can copy the cache into a new file in the same pod (up to
+// twice the item memory the pod was made with; see RoomForCopy). The
+// volume's size cannot change once the pod exists.
+func MemoryVolumeSize(memoryMB int32) resource.Quantity {
+	return resource.MustParse(strconv.Itoa(2*(int(memoryMB)+1)) + "Mi")
+}
+
+// RoomForCopy tells whether a pod whose memory volume has the given size
+// can copy a cache of fromMB megabytes of item memory into a new file of
+// toMB: both files at once, and the new one alone once filled.
+func RoomForCopy(volume resource.Quantity, fromMB, toMB int32) bool {
+	mi := volume.Value() >> 20
+	return 2*(int64(fromMB)+1) <= mi && int64(toMB)+1 <= mi
+}
+
+// launcherResources are the init container's: tiny requests, and, when
+// every container has a memory limit, a memory limit that raises the pod's
+// (the larger of its containers' sum and any init container's) by one
+// memory file. The pod's memory-backed volume is no larger than the pod's
+// limit when the pod starts, and a copy of the cache needs the room. It
+// reserves nothing on the node: the scheduler counts requests.
+func launcherResources(containers []corev1ac.ContainerApplyConfiguration, memoryMB int32) *corev1.ResourceRequirements {
+	var sum resource.Quantity
+	for _, c := range containers {
+		if c.Resources == nil || c.Resources.Limits == nil {
+			return &reloaderResources
+		}
+		m, ok := (*c.Resources.Limits)[corev1.ResourceMemory]
+		if !ok || m.IsZero() {
+			return &reloaderResources
+		}
+		sum.Add(m)
+	}
+	sum.Add(resource.MustParse(strconv.Itoa(int(memoryMB)+1) + "Mi"))
+	r := reloaderResources.DeepCopy()
+	r.Limits = corev1.ResourceList{corev1.ResourceMemory: sum}
+	return r
+}
+
+// templateHashes name a pod template less what the operator changes in
+// place (current), and as operators before in-place resizes named it
+// (legacy): less image and command line, with the volume and launcher
+// sizes of then.
+func templateHashes(tpl *corev1ac.PodTemplateSpecApplyConfiguration, memoryMB int32) (current, legacy string) {
 	t := &corev1.PodTemplateSpec{}
 	raw, err := json.Marshal(tpl)
 	if err == nil {
@@ -98,6 +149,7 @@ func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
 		panic("a pod template that does not encode: " + err.Error())
 	}
 	delete(t.Annotations, TemplateAnnotation)
+	delete(t.Annotations, LegacyTemplateAnnotation)
 	delete(t.Annotations, ArgsAnnotation)
 	// Without the fieldRef's apiVersion, which the API server fills in
 	// anyway: operators that set it and operators that did not name the
@@ -116,10 +168,38 @@ func templateHash(tpl *corev1ac.PodTemplateSpecApplyConfiguration) string {
 			t.Spec.Containers[i].Image = ""
 		}
 	}
-	raw, _ = json.Marshal(t)
+	sizes := func(volume *resource.Quantity, launcher corev1.ResourceRequirements) {
+		for i := range t.Spec.Volumes {
+			if v := &t.Spec.Volumes[i]; v.Name == memoryVolumeName {
+				v.EmptyDir.SizeLimit = volume
+			}
+		}
+		for i := range t.Spec.InitContainers {
+			if c := &t.Spec.InitContainers[i]; c.Name == LauncherInstallContainerName {
+				c.Resources = launcher
+			}
+		}
+	}
+	sizes(ptr.To(resource.MustParse(strconv.Itoa(int(memoryMB)+1)+"Mi")), *reloaderResources.DeepCopy())
+	legacy = hashOf(t)
+	sizes(nil, corev1.ResourceRequirements{})
+	for i := range t.Spec.Containers {
+		if t.Spec.Containers[i].Name == containerName {
+			t.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+		}
+	}
+	return hashOf(t), legacy
+}
+
+func hashOf(t *corev1.PodTemplateSpec) string {
+	raw, _ := json.Marshal(t)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
 }
+
+// MemoryVolumeName is the memory-backed volume of a warm pod that holds
+// memcached's memory file.
+const MemoryVolumeName = "memory-file"
 
 // MemcachedContainer is the name of the memcached container of a fleet's pods.
 const MemcachedContainer = containerName

@@ -1,13 +1,18 @@
 package desired
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
+
+	"github.com/example/memcached-operator/internal/policy"
 )
 
 // RestartsAnnotation records, on a warm fleet's pod the operator changed
@@ -32,8 +37,16 @@ type WarmStep struct {
 	Restart  bool
 	Restarts int32
 	Wait     string
+	// Resize, when set, is the memcached container's new resources, made
+	// in place (the pod's resize subresource) before anything else when the
+	// memory grows, after the new command line when it shrinks.
+	Resize *corev1.ResourceRequirements
+	// Partial: the step leaves the pod outdated, with another step to come;
+	// its revision label stays. (A resize never relabels: the pass after it
+	// does.)
+	Partial bool
 	// Restarting counts the pods changed in place whose memcached has not
-	// restarted with the change yet.
+	// restarted with the change yet, or whose resize is not done.
 	Restarting int
 }
 
@@ -41,8 +54,10 @@ type WarmStep struct {
 // at a time, highest ordinal first, and only while every pod serves the
 // image its spec names and the budget allows a disruption (nil: the fleet
 // has none). A pod whose template differs from the StatefulSet's in
-// memcached's image alone (TemplateAnnotation) takes the new image in place
-// and keeps its cache; any other pod is replaced.
+// memcached's image, command line and resources alone (TemplateAnnotation)
+// takes them in place and keeps its cache, when its memory volume has room
+// for a copy of the cache wherever the change needs one; any other pod is
+// replaced.
 func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed *int32) WarmStep {
 	var step WarmStep
 	rev := set.Status.UpdateRevision
@@ -60,7 +75,7 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 			continue
 		}
 		live = append(live, member{ordinal, p})
-		if !restartedSinceChange(p) {
+		if !restartedSinceChange(p) || resizing(p) {
 			step.Restarting++
 		}
 		if !podReady(p) || !memcachedReady(p) {
@@ -86,18 +101,123 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 	slices.SortFunc(outdated, func(a, b member) int { return b.ordinal - a.ordinal })
 	p := outdated[0].pod
 	step.Pod, step.Revision = p.Name, rev
-	want := set.Spec.Template.Annotations[TemplateAnnotation]
-	if want != "" && p.Annotations[TemplateAnnotation] == want {
-		step.InPlace = true
-		step.Image = memcachedImage(set.Spec.Template.Spec.Containers)
-		if args := set.Spec.Template.Annotations[ArgsAnnotation]; args != p.Annotations[ArgsAnnotation] {
-			step.Args = args
-		}
-		if step.Args != "" || step.Image != memcachedImage(p.Spec.Containers) {
-			step.Restart, step.Restarts = true, memcachedRestarts(p)
+	if !sameTemplate(set.Spec.Template.Annotations, p.Annotations) || resizeInfeasible(p) {
+		return step
+	}
+	tplArgs := set.Spec.Template.Annotations[ArgsAnnotation]
+	image := memcachedImage(set.Spec.Template.Spec.Containers)
+	argsChange := tplArgs != p.Annotations[ArgsAnnotation]
+	imageChange := image != memcachedImage(p.Spec.Containers)
+	want := PodResources(memcachedContainer(set.Spec.Template.Spec.Containers).Resources)
+	have := memcachedContainer(p.Spec.Containers).Resources
+	resize := !apiequality.Semantic.DeepEqual(want, PodResources(have))
+	if resize && !roomForCopy(p, tplArgs) {
+		return step // replaced: no room for a copy of the cache
+	}
+	step.InPlace = true
+	if grows := want.Limits.Memory().Cmp(*have.Limits.Memory()) >= 0; resize && (grows || !argsChange && !imageChange) {
+		step.Resize, step.Partial = &want, argsChange || imageChange
+		return step
+	}
+	step.Image = image
+	if argsChange {
+		step.Args = tplArgs
+	}
+	if argsChange || imageChange {
+		step.Restart, step.Restarts = true, memcachedRestarts(p)
+	}
+	step.Partial = resize
+	return step
+}
+
+// sameTemplate tells whether a pod's template annotation names the
+// template's, as this operator names it or as operators before in-place
+// resizes did.
+func sameTemplate(template, pod map[string]string) bool {
+	have := pod[TemplateAnnotation]
+	return have != "" && (have == template[TemplateAnnotation] || have == template[LegacyTemplateAnnotation])
+}
+
+// PodResources are a container's resources as the API server keeps them
+// in a pod: requests default to limits.
+func PodResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	r = *r.DeepCopy()
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = limit
 		}
 	}
-	return step
+	return r
+}
+
+// roomForCopy tells whether a pod can keep its cache through a change to
+// the command line args that alters a setting of its memory file: its
+// memory volume holds a copy (a pod made before in-place resizes, whose
+// volume fits one file, never does).
+func roomForCopy(p *corev1.Pod, args string) bool {
+	var before, after []string
+	if json.Unmarshal([]byte(p.Annotations[ArgsAnnotation]), &before) != nil || json.Unmarshal([]byte(args), &after) != nil {
+		return false
+	}
+	from, to := policy.MemoryFileSettings(before), policy.MemoryFileSettings(after)
+	if maps.Equal(from, to) {
+		return true
+	}
+	fromMB, err1 := strconv.ParseInt(from["-m"], 10, 32)
+	toMB, err2 := strconv.ParseInt(to["-m"], 10, 32)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Name == memoryVolumeName && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+			return RoomForCopy(*v.EmptyDir.SizeLimit, int32(fromMB), int32(toMB))
+		}
+	}
+	return false
+}
+
+// resizing tells whether a pod's resize is not done: pending (but not
+// infeasible, which no wait mends) or in progress, or the memory limit the
+// kubelet reports differs from the spec's (it has not seen the resize yet).
+func resizing(p *corev1.Pod) bool {
+	if resizeInfeasible(p) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == containerName && c.Resources != nil {
+			spec := memcachedContainer(p.Spec.Containers).Resources.Limits
+			return !c.Resources.Limits.Memory().Equal(*spec.Memory())
+		}
+	}
+	return false
+}
+
+// resizeInfeasible: the node cannot give the pod what its resize asks;
+// only a new pod, scheduled anew, can have it.
+func resizeInfeasible(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
+			return true
+		}
+	}
+	return false
+}
+
+func memcachedContainer(containers []corev1.Container) corev1.Container {
+	for _, c := range containers {
+		if c.Name == containerName {
+			return c
+		}
+	}
+	return corev1.Container{}
 }
 
 func memcachedImage(containers []corev1.Container) string {

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -125,6 +126,126 @@ func TestNextWarmStep(t *testing.T) {
 				tt.mutate(s)
 			}
 			g.Expect(desired.NextWarmStep(s, tt.pods, tt.allowed)).To(Equal(tt.want))
+		})
+	}
+}
+
+// sized gives a pod (or, with a nil volume, the template) memcached's item
+// memory and memory limit, and its memory volume.
+func sized(p *corev1.Pod, mb int, limit, volume string) {
+	p.Annotations[desired.ArgsAnnotation] = fmt.Sprintf(`["-m","%d","-c","1024"]`, mb)
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}, Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}}
+	if volume != "" {
+		p.Spec.Volumes = []corev1.Volume{{Name: "memory-file", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse(volume))}}}}
+	}
+}
+
+// reporting has the kubelet report a memory limit for memcached.
+func reporting(p corev1.Pod, limit string) corev1.Pod {
+	p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}}
+	return p
+}
+
+func withCondition(p corev1.Pod, c corev1.PodCondition) corev1.Pod {
+	p.Status.Conditions = append(p.Status.Conditions, c)
+	return p
+}
+
+// TestNextWarmStepResize: a change of memory resizes the pod in place and
+// copies its cache: the resize before the new command line when the
+// memory grows, after it when it shrinks, each step waited for; a pod
+// without room for the copy, or that its node cannot resize, is replaced.
+func TestNextWarmStepResize(t *testing.T) {
+	template := func(mb int, limit string) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{desired.TemplateAnnotation: "t1", desired.LegacyTemplateAnnotation: "v1"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1"}}},
+			}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "r2", AvailableReplicas: 3},
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: s.Spec.Template.Annotations}, Spec: s.Spec.Template.Spec}
+		sized(p, mb, limit, "")
+		s.Spec.Template.Annotations, s.Spec.Template.Spec = p.Annotations, p.Spec
+		// The template keeps limits alone; the API server defaults a pod's requests to them.
+		s.Spec.Template.Spec.Containers[0].Resources.Requests = nil
+		return s
+	}
+	pod := func(i int, rev string, mb int, limit, volume string) corev1.Pod {
+		p := warmPod(i, rev, "t1", "memcached:1", true)
+		sized(&p, mb, limit, volume)
+		return reporting(p, limit)
+	}
+	small, large := template(72, "80Mi"), template(115, "128Mi")
+	const waiting = "waiting for every pod to serve before the next one restarts"
+	grown := resource.MustParse("128Mi")
+	resized := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: grown}, Requests: corev1.ResourceList{corev1.ResourceMemory: grown}}
+	shrunk := resource.MustParse("80Mi")
+	for _, tt := range []struct {
+		name string
+		set  *appsv1.StatefulSet
+		pods []corev1.Pod
+		want desired.WarmStep
+	}{
+		{name: "growing: the resize first, the pod left outdated",
+			set:  large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"), pod(2, "r1", 72, "80Mi", "146Mi")},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Revision: "r2", Resize: &resized, Partial: true}},
+		{name: "then a wait while the kubelet has not resized",
+			set:  large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"), reporting(pod(2, "r1", 72, "128Mi", "146Mi"), "80Mi")},
+			want: desired.WarmStep{Wait: waiting, Restarting: 1}},
+		{name: "or says the resize is in progress",
+			set: large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"),
+				withCondition(pod(2, "r1", 72, "128Mi", "146Mi"), corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue})},
+			want: desired.WarmStep{Wait: waiting, Restarting: 1}},
+		{name: "then the new command line, which copies the cache, and the pod is done",
+			set:  large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"), restarted(pod(2, "r1", 72, "128Mi", "146Mi"), "", 1)},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:1", Revision: "r2", Args: `["-m","115","-c","1024"]`, Restart: true, Restarts: 1}},
+		{name: "shrinking: the new command line first, the pod left outdated",
+			set:  small,
+			pods: []corev1.Pod{pod(0, "r1", 115, "128Mi", "232Mi"), pod(1, "r1", 115, "128Mi", "232Mi"), pod(2, "r1", 115, "128Mi", "232Mi")},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:1", Revision: "r2", Args: `["-m","72","-c","1024"]`, Restart: true, Partial: true}},
+		{name: "then the resize, and the pod is done",
+			set:  small,
+			pods: []corev1.Pod{pod(0, "r1", 115, "128Mi", "232Mi"), pod(1, "r1", 115, "128Mi", "232Mi"), pod(2, "r1", 72, "128Mi", "232Mi")},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Revision: "r2",
+				Resize: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: shrunk}, Requests: corev1.ResourceList{corev1.ResourceMemory: shrunk}}}},
+		{name: "a pod whose volume has no room for both files is replaced",
+			set:  large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"), pod(2, "r1", 72, "80Mi", "73Mi")},
+			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
+		{name: "as is one whose new item memory outgrows its volume",
+			set:  template(200, "224Mi"),
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"), pod(2, "r1", 72, "80Mi", "146Mi")},
+			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
+		{name: "and one whose node cannot resize it",
+			set: large,
+			pods: []corev1.Pod{pod(0, "r1", 72, "80Mi", "146Mi"), pod(1, "r1", 72, "80Mi", "146Mi"),
+				withCondition(pod(2, "r1", 72, "128Mi", "146Mi"), corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible})},
+			want: desired.WarmStep{Pod: "cache-2", Revision: "r2"}},
+		{name: "a pod of an operator before resizes matches the legacy name",
+			set: func() *appsv1.StatefulSet {
+				s := large.DeepCopy()
+				s.Spec.Template.Spec.Containers[0].Image = "memcached:2"
+				return s
+			}(),
+			pods: []corev1.Pod{pod(0, "r1", 115, "128Mi", "116Mi"), pod(1, "r1", 115, "128Mi", "116Mi"),
+				func() corev1.Pod {
+					p := pod(2, "r1", 115, "128Mi", "116Mi")
+					p.Annotations[desired.TemplateAnnotation] = "v1"
+					return p
+				}()},
+			want: desired.WarmStep{Pod: "cache-2", InPlace: true, Image: "memcached:2", Revision: "r2", Restart: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(desired.NextWarmStep(tt.set, tt.pods, nil)).To(Equal(tt.want))
 		})
 	}
 }

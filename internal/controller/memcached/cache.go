@@ -105,12 +105,22 @@ func placementOnly(in any) (any, error) {
 		}
 		for _, c := range p.Spec.Containers {
 			if c.Name == desired.MemcachedContainer {
-				out.Spec.Containers = []corev1.Container{{Name: c.Name, Image: c.Image}}
+				out.Spec.Containers = []corev1.Container{{Name: c.Name, Image: c.Image, Resources: c.Resources}}
+			}
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == desired.MemoryVolumeName {
+				out.Spec.Volumes = []corev1.Volume{v}
 			}
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Name == desired.MemcachedContainer {
-				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount}}
+				out.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount, Resources: c.Resources}}
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+				out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 			}
 		}
 	}

@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/example/memcached-operator/internal/controller/desired"
@@ -116,4 +118,29 @@ func TestPlacementOnlyKeepsTheWarmRollout(t *testing.T) {
 	reported := warm(`["-c","1024"]`, 2)
 	reported.Status.ContainerStatuses[0].Image = "docker.io/library/memcached:1.6"
 	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: reported})).To(BeFalse(), "the kubelet's name for the image is not read")
+
+	// What a resize is paced by: memcached's resources, the memory volume,
+	// what the kubelet reports running and the resize's conditions.
+	limits := func(mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	sized := func(spec, running string, conditions ...corev1.PodCondition) *corev1.Pod {
+		return stripped(g, fleettest.Pod("a", "", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{desired.TemplateAnnotation: "t1"}
+			p.Spec.Containers = []corev1.Container{{Name: "memcached", Image: "memcached:1.6", Resources: corev1.ResourceRequirements{Limits: limits(spec)}}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "other"}, {Name: desired.MemoryVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("130Mi"))}}}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Resources: &corev1.ResourceRequirements{Limits: limits(running)}}}
+			p.Status.Conditions = conditions
+		}))
+	}
+	resizeBefore := sized("128Mi", "128Mi")
+	g.Expect(resizeBefore.Spec.Containers[0].Resources.Limits).To(Equal(limits("128Mi")))
+	g.Expect(resizeBefore.Spec.Volumes).To(ConsistOf(HaveField("Name", desired.MemoryVolumeName)))
+	g.Expect(resizeBefore.Status.ContainerStatuses[0].Resources.Limits).To(Equal(limits("128Mi")))
+	inProgress := corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}
+	g.Expect(sized("160Mi", "128Mi", inProgress).Status.Conditions).To(ConsistOf(inProgress))
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: resizeBefore, ObjectNew: sized("160Mi", "128Mi")})).To(BeTrue(), "resized")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: sized("160Mi", "128Mi"), ObjectNew: sized("160Mi", "128Mi", inProgress)})).To(BeTrue(), "resizing")
+	g.Expect(podChanged.Update(event.UpdateEvent{ObjectOld: sized("160Mi", "128Mi", inProgress), ObjectNew: sized("160Mi", "160Mi")})).To(BeTrue(), "the kubelet resized")
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -286,5 +287,49 @@ var _ = Describe("A fleet with warm restarts", func() {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
 		}).Should(BeTrue())
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-0"}, &corev1.Pod{})).To(Succeed())
+	})
+
+	It("resizes memcached in place for a memory change, one pod at a time: the resize, then the command line that copies the cache", func() {
+		mc := stableSample(ns, 2)
+		mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true}
+		mc.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
+		Expect(k8s.Create(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) appsv1.StatefulSetUpdateStrategyType {
+			return statefulSetOf(mc)(g).Spec.UpdateStrategy.Type
+		}).Should(Equal(appsv1.OnDeleteStatefulSetStrategyType))
+		podsLikeStatefulSet(mc, "r1", 0, 1)
+		setAt(mc, "r1", 2)
+		budgetAllows(mc, 1)
+		setEndpoints(mc, ready("memcached-sample-0", "memcached-sample-1")...)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+		uid := podOf(mc, 1)(Default).UID
+		memoryLimit := func(i int) func(Gomega) string {
+			return func(g Gomega) string { return podOf(mc, i)(g).Spec.Containers[0].Resources.Limits.Memory().String() }
+		}
+
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Annotations[desired.ArgsAnnotation] }).Should(ContainSubstring(`"-m","144"`))
+		setAt(mc, "r2", 0)
+		By("the highest ordinal resized first, through its resize subresource, then given the new item memory")
+		Eventually(memoryLimit(1)).Should(Equal("160Mi"))
+		Eventually(argsOf(mc, 1)).Should(ContainSubstring(`"-m","144"`))
+		Expect(podOf(mc, 1)(Default).Labels).To(HaveKeyWithValue(appsv1.ControllerRevisionHashLabelKey, "r2"))
+		Consistently(memoryLimit(0)).WithTimeout(time.Second).Should(Equal("128Mi"), "memcached-sample-1 has not restarted with its new item memory")
+		kubeletRestarts(podOf(mc, 1)(Default))
+		By("then the next")
+		Eventually(memoryLimit(0)).Should(Equal("160Mi"))
+		Eventually(argsOf(mc, 0)).Should(ContainSubstring(`"-m","144"`))
+		kubeletRestarts(podOf(mc, 0)(Default))
+		Expect(podOf(mc, 1)(Default).UID).To(Equal(uid), "the same pod, with its memory file")
+		setAt(mc, "r2", 2)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("a memory change beyond the room the pods were made with replaces them")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":"512Mi"}}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Annotations[desired.ArgsAnnotation] }).Should(ContainSubstring(`"-m","460"`))
+		setAt(mc, "r3", 0)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
+		}).Should(BeTrue())
 	})
 })

@@ -19,11 +19,13 @@ import (
 )
 
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=delete
+// +kubebuilder:rbac:groups=core,resources=pods/resize,verbs=patch
 
 // rollWarm takes the next step of the rollout of a fleet with warm
-// restarts, whose StatefulSet leaves its pods alone (OnDelete): an image or
-// a command line changed in place, where the pod keeps its memory file, or
-// a pod replaced, one at a time (desired.NextWarmStep). The pod's events bring the
+// restarts, whose StatefulSet leaves its pods alone (OnDelete): an image, a
+// command line or memcached's resources changed in place, where the pod
+// keeps its memory file, or a pod replaced, one at a time
+// (desired.NextWarmStep). The pod's events bring the
 // pass that takes the step after.
 func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.StatefulSet) error {
 	list := &corev1.PodList{}
@@ -58,10 +60,26 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 		}
 		return nil
 	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	if step.Resize != nil {
+		log.Info("Resizing memcached in place; the pod keeps its cache", "limits", step.Resize.Limits, "requests", step.Resize.Requests)
+		patch, err := json.Marshal(map[string]any{
+			"spec": map[string]any{"containers": []map[string]any{{"name": desired.MemcachedContainer, "resources": step.Resize}}},
+		})
+		if err != nil {
+			return err
+		}
+		if err := r.Client.SubResource("resize").Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		// The pass after the kubelet's resize relabels the pod, or takes
+		// the step left.
+		return nil
+	}
 	log.Info("Changing memcached in place; the pod keeps its cache", "image", step.Image, "newCommandLine", step.Args != "", "restart", step.Restart)
-	meta := map[string]any{
-		"labels":          map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision},
-		"resourceVersion": pod.ResourceVersion,
+	meta := map[string]any{"resourceVersion": pod.ResourceVersion}
+	if !step.Partial {
+		meta["labels"] = map[string]string{appsv1.ControllerRevisionHashLabelKey: step.Revision}
 	}
 	annotations := map[string]string{}
 	if step.Args != "" {
@@ -80,9 +98,8 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 	if err != nil {
 		return err
 	}
-	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	if err := r.Client.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("changing the image of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("changing pod %s/%s in place: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
 }

@@ -213,10 +213,19 @@ func warmRolloutState(o client.Object) string {
 	state := fmt.Sprintf("%s/%t/%s/%s", p.Labels[appsv1.ControllerRevisionHashLabelKey], status.PodReady(p),
 		p.Annotations[desired.ArgsAnnotation], p.Annotations[desired.RestartsAnnotation])
 	for _, c := range p.Spec.Containers {
-		state += "/" + c.Image
+		state += "/" + c.Image + "/" + c.Resources.Limits.Memory().String()
 	}
 	for _, c := range p.Status.ContainerStatuses {
 		state += fmt.Sprintf("/%s/%t/%d", c.Name, c.Ready, c.RestartCount)
+		if c.Resources != nil {
+			state += "/" + c.Resources.Limits.Memory().String()
+		}
+	}
+	// A resize's progress.
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+			state += fmt.Sprintf("/%s/%s/%s", c.Type, c.Status, c.Reason)
+		}
 	}
 	return state
 }
