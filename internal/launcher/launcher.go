@@ -57,6 +57,9 @@ type Launcher struct {
 	sleep   func(time.Duration)
 	started func(*os.Process)
 	poll    time.Duration
+	// free is freeBytes, replaceable in tests: the room left on the
+	// memory file's volume.
+	free func(dir string) (int64, error)
 }
 
 // ReadArgs reads a command line written as a JSON array of strings.
@@ -172,7 +175,7 @@ func (l *Launcher) restore(args []string) {
 			l.Log.Error("Copying the saved cache failed: starting cold", "error", err.Error(), "copied", m.Copied, "seconds", m.Took.Seconds())
 			return
 		}
-		l.Log.Info("Copied the saved cache into a new memory file", "copied", m.Copied, "dropped", m.Dropped, "seconds", m.Took.Seconds())
+		l.Log.Info("Copied the saved cache into a new memory file", "copied", m.Copied, "dropped", m.Dropped, "volumeFull", m.Full, "seconds", m.Took.Seconds())
 		l.waitGap()
 	}
 	l.Log.Info("Starting memcached on its saved cache", "memoryFile", l.MemoryFile)

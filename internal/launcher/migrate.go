@@ -41,8 +41,15 @@ const (
 // Migration is what a copy of a saved cache into a new memory file did.
 type Migration struct {
 	Copied, Dropped int
-	Took            time.Duration
+	// Full: the volume had no room for more; the items not copied are lost.
+	Full bool
+	Took time.Duration
 }
+
+// roomMargin is left free on the memory volume by a copy: memcached takes
+// its memory a slab page (1 MiB) at a time, for each size of item, and a
+// write past the volume's end kills it.
+const roomMargin = 8 << 20
 
 // recordArgs writes the command line memcached is about to make or reuse
 // the memory file under.
@@ -115,7 +122,11 @@ func (l *Launcher) migrate(old, args []string) (Migration, error) {
 		return fail(Migration{}, fmt.Errorf("starting memcached on the new memory file: %w", err))
 	}
 	defer dst.kill()
-	m, err := copyItems(oldSock, newSock)
+	free := freeBytes
+	if l.free != nil {
+		free = l.free
+	}
+	m, err := copyItems(oldSock, newSock, func() (int64, error) { return free(dir) })
 	if err != nil {
 		return fail(m, fmt.Errorf("copying items: %w", err))
 	}
@@ -214,11 +225,22 @@ func (p *privateMemcached) kill() {
 	<-p.done
 }
 
+// freeBytes is the room left on the filesystem of dir.
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
 // copyItems copies every live item of the memcached on from into the one
 // on to, with its flags and remaining time to live, in batches: a metadump
 // streams the keys on one connection, a second reads each batch's values
-// and a third writes them, quietly but for errors.
-func copyItems(from, to string) (Migration, error) {
+// and a third writes them, quietly but for errors. It stops when the room
+// the volume has left (room, before each batch) would not hold the next
+// item.
+func copyItems(from, to string, room func() (int64, error)) (Migration, error) {
 	var m Migration
 	dump, err := net.Dial("unix", from)
 	if err != nil {
@@ -255,7 +277,7 @@ func copyItems(from, to string) (Migration, error) {
 			}
 			for !done {
 				if len(batch) == copyBatch {
-					if err := copyBatchOf(get, set, batch, &m); err != nil {
+					if err := copyBatchOf(get, set, batch, room, &m); err != nil || m.Full {
 						return m, err
 					}
 					batch = batch[:0]
@@ -268,7 +290,7 @@ func copyItems(from, to string) (Migration, error) {
 					return m, err
 				}
 			}
-			return m, copyBatchOf(get, set, batch, &m)
+			return m, copyBatchOf(get, set, batch, room, &m)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -319,11 +341,17 @@ func metaKey(key string) (string, string) {
 }
 
 // copyBatchOf reads a batch's values (mg) and writes the ones still live
-// (ms, quiet), counting what memcached refused to store as dropped.
-func copyBatchOf(get, set *rw, batch []string, m *Migration) error {
+// (ms, quiet) while the volume has room for them, counting what memcached
+// refused to store, or what found no room, as dropped.
+func copyBatchOf(get, set *rw, batch []string, room func() (int64, error), m *Migration) error {
 	if len(batch) == 0 {
 		return nil
 	}
+	budget, err := room()
+	if err != nil {
+		return err
+	}
+	budget -= roomMargin
 	deadline := time.Now().Add(copyIdle)
 	_ = get.c.SetDeadline(deadline)
 	_ = set.c.SetDeadline(deadline)
@@ -373,6 +401,15 @@ func copyBatchOf(get, set *rw, batch []string, m *Migration) error {
 		default:
 			expiry = " T" + ttl
 		}
+		// An item takes its key, value and header in a chunk up to a
+		// quarter larger (memcached's default growth factor).
+		cost := int64(size+len(k)+56) * 5 / 4
+		if m.Full || cost > budget {
+			m.Full = true
+			m.Dropped++
+			continue
+		}
+		budget -= cost
 		key, b := metaKey(k)
 		if _, err := fmt.Fprintf(set.w, "ms %s %d%s%s F%s q\r\n", key, size, b, expiry, flags); err != nil {
 			return err

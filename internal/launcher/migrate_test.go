@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,6 +123,54 @@ func TestLessItemMemoryKeepsWhatFits(t *testing.T) {
 	stopSaved(g, stop, out)
 }
 
+// TestCopyStopsWhenTheVolumeIsFull: a copy takes no more than the room
+// the memory volume has left (a write past its end would kill memcached),
+// and memcached serves what it copied.
+func TestCopyStopsWhenTheVolumeIsFull(t *testing.T) {
+	g := NewWithT(t)
+	// On tmpfs, as a pod's memory-backed volume: a memory file takes its
+	// pages there as memcached touches them.
+	dir, err := os.MkdirTemp("/dev/shm", "launcher-")
+	g.Expect(err).NotTo(HaveOccurred(), "a tmpfs at /dev/shm")
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	g.Expect(os.Chmod(dir, 0o777)).To(Succeed())
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	value := strings.Repeat("v", 10<<10)
+	var req strings.Builder
+	const n = 1000 // about 10 MiB
+	for i := range n {
+		req.WriteString("set item-" + strconv.Itoa(i) + " 0 0 " + strconv.Itoa(len(value)) + " noreply\r\n" + value + "\r\n")
+	}
+	req.WriteString("mn\r\n")
+	send(g, addr, req.String(), "MN")
+	stopSaved(g, stop, out)
+
+	// A volume with room for 4 MiB beyond the margin and what both
+	// memcacheds took when they started (the copy asks first then).
+	const room = 4 << 20
+	var capacity int64
+	addr, stop, out = runWith(t, g, dir, func(l *Launcher) {
+		withMemory(128)(l)
+		l.free = func(dir string) (int64, error) {
+			if capacity == 0 {
+				capacity = used(g, dir) + roomMargin + room
+			}
+			return capacity - used(g, dir), nil
+		}
+	})
+	kept := 0
+	for i := range n {
+		if strings.HasPrefix(send(g, addr, "mg item-"+strconv.Itoa(i)+"\r\n", "EN", "HD"), "HD") {
+			kept++
+		}
+	}
+	g.Expect(kept).To(BeNumerically(">", room/(len(value)*2)), "what fits is copied")
+	// and no more, but for the slab page memcached preallocated for the
+	// items' size, which held some before the volume counted them.
+	g.Expect(kept).To(BeNumerically("<=", (room+1<<20)/len(value)), "and no more")
+	stopSaved(g, stop, out)
+}
+
 // TestPrivateArgs: the copy's memcacheds listen on their UNIX socket only,
 // without TLS, auth or anything that would refuse a metadump, and keep
 // every other option.
@@ -154,4 +203,19 @@ func TestMigrationFailureStartsCold(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(l.Warm()).To(BeFalse())
 	g.Expect(filepath.Join(dir, "memory.next")).NotTo(BeAnExistingFile())
+}
+
+// used is what the files in dir take on their filesystem, as a volume's
+// free space counts it (a memory file's pages as memcached touches them).
+func used(g Gomega, dir string) int64 {
+	var sum int64
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err == nil {
+			sum += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+	}
+	return sum
 }

@@ -22,7 +22,7 @@ const WarmColdWarning = "this change restarts memcached in each pod in place, on
 
 // WarmCopyNote ends WarmColdWarning and begins WarmResizeWarning's end:
 // what a copy keeps, and when a pod has no room for it.
-const WarmCopyNote = "items that no longer fit are dropped; a pod without room for the copy (its memory volume holds twice the item memory it was made with) is replaced and starts with an empty cache"
+const WarmCopyNote = "items that no longer fit are dropped; a pod whose memory volume cannot hold the new item memory (twice what the pod was made with, plus 64 MiB) is replaced and starts with an empty cache"
 
 // WarmResizeWarning is the warning of an update of a warm fleet's memory
 // or resources: each pod is resized in place and keeps its cache.

@@ -81,8 +81,11 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		auth := func(s *cachev1alpha1.MemcachedSpec) {
 			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
 		}
-		Expect(k8sClient.Create(ctx, fleet(capped, "four", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Size = ptr.To[int32](4) }), client.DryRunAll)).
-			To(invalid("must be less than or equal to 3, the limit of ConfigMap team-limits of this namespace"))
+		// The API server reads a policy's parameters through an informer: the
+		// namespace's ConfigMap may reach it after the cap above changed.
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fleet(capped, "four", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Size = ptr.To[int32](4) }), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("must be less than or equal to 3, the limit of ConfigMap team-limits of this namespace"))
 		Expect(k8sClient.Create(ctx, fleet(capped, "docker", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
 			To(invalid("is not from an allowed registry"))
 		Expect(k8sClient.Create(ctx, fleet(capped, "lookalike", func(s *cachev1alpha1.MemcachedSpec) {

@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -220,6 +221,32 @@ var _ = Describe("The operator's RBAC rules", func() {
 			g.Expect(k8sClient.Status().Update(ctx, set)).To(Succeed())
 		}).WithTimeout(verbWait).Should(Succeed())
 		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("core pods delete"))
+
+		By("a fleet with warm restarts whose memory grows: its pod resized in place")
+		resized := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "verbs-resized"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Workload: ptr.To(cachev1alpha1.WorkloadStatefulSet),
+				WarmRestart: &cachev1alpha1.WarmRestartSpec{Enabled: true, LauncherImage: ptr.To("op:1")},
+				Resources:   &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}}}
+		Expect(k8sClient.Create(ctx, resized)).To(Succeed())
+		set := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(resized), set) }).WithTimeout(verbWait).Should(Succeed())
+		// The pod the StatefulSet controller would make of the template.
+		current := &corev1.Pod{ObjectMeta: *set.Spec.Template.ObjectMeta.DeepCopy(), Spec: *set.Spec.Template.Spec.DeepCopy()}
+		current.Namespace, current.Name, current.Spec.NodeName = "team-b", "verbs-resized-0", "node-a"
+		current.Labels[appsv1.ControllerRevisionHashLabelKey] = "r1"
+		Expect(k8sClient.Create(ctx, current)).To(Succeed())
+		current.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		current.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Image: "memcached:1.6", Ready: true}}
+		Expect(k8sClient.Status().Update(ctx, current)).To(Succeed())
+		Expect(k8sClient.Patch(ctx, resized, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(resized), set)).To(Succeed())
+			g.Expect(set.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("160Mi"))
+			set.Status = appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r2"}
+			g.Expect(k8sClient.Status().Update(ctx, set)).To(Succeed())
+		}).WithTimeout(verbWait).Should(Succeed())
+		Eventually(func() []string { return sets.List(rec.verbs()) }).WithTimeout(verbWait).Should(ContainElement("core pods/resize patch"))
 
 		By("a fleet whose name someone else's objects hold: each create-only apply answers Conflict, and the operator reads the object to say whose it is")
 		strangersNamed(ctx, "team-b", "verbs-taken")

@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -222,7 +223,8 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 				Annotations: map[string]string{desired.TemplateAnnotation: "t1"}},
 				Spec: corev1.PodSpec{
 					InitContainers: []corev1.Container{{Name: "install-launcher", Image: "op:1"}},
-					Containers:     []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}, {Name: "exporter", Image: "op:1"}}}}
+					Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6", Resources: memoryLimit("128Mi")},
+						{Name: "exporter", Image: "op:1", Resources: memoryLimit("32Mi")}}}}
 			Expect(k8sClient.Create(ctx, p)).To(Succeed())
 			return p
 		}
@@ -241,12 +243,24 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(strategic(p, `{"metadata":{"annotations":{"other":"x"}}}`)).To(deniedBy("memcached's image"))
 		Expect(c.Delete(ctx, p)).To(Succeed())
 
+		By("memcached's resources in place, through the resize subresource, and no other container's")
+		p = warm()
+		resize := func(p *corev1.Pod, container, memory string) error {
+			patch := `{"spec":{"containers":[{"name":"` + container + `","resources":{"limits":{"memory":"` + memory + `"},"requests":{"memory":"` + memory + `"}}}]}}`
+			return c.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+		}
+		Expect(resize(p, "memcached", "160Mi")).To(Succeed())
+		Expect(resize(p, "exporter", "1Gi")).To(deniedBy("resizes only memcached's container"))
+		Expect(c.Delete(ctx, p)).To(Succeed())
+
 		By("not the command line of a pod of a fleet without warm restarts")
 		fleet := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: fresh("cold"),
 			Labels: map[string]string{desired.LabelName: desired.NameValue, desired.LabelInstance: "guarded", desired.LabelManagedBy: desired.ManagedByValue}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6", Resources: memoryLimit("128Mi")}}}}
 		Expect(k8sClient.Create(ctx, fleet)).To(Succeed())
 		Expect(strategic(fleet, `{"metadata":{"annotations":{"`+desired.ArgsAnnotation+`":"[]"}}}`)).To(deniedBy("memcached's image"))
+		Expect(c.SubResource("resize").Patch(ctx, fleet, client.RawPatch(types.StrategicMergePatchType,
+			[]byte(`{"spec":{"containers":[{"name":"memcached","resources":{"limits":{"memory":"1Gi"},"requests":{"memory":"1Gi"}}}]}}`)))).To(deniedBy("resizes only memcached's container"))
 
 		By("and nobody else changes a warm pod's command line")
 		p = warm()
@@ -264,3 +278,9 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(admin(`{"metadata":{"annotations":{"team":"a"}}}`)).To(Succeed(), "other annotations stay anyone's")
 	})
 })
+
+// memoryLimit is a container's memory limit, which the API server also
+// makes its request.
+func memoryLimit(m string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(m)}}
+}

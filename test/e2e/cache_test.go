@@ -255,21 +255,30 @@ spec:
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
-	It("resizes a warm fleet's memcached in place on a memory limit raised: every pod keeps its cache, copied into the new item memory", func() {
-		uids := warmUIDs(ctx)
-		got := measure("memory limit up", patchBoth(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`), func(g Gomega) {
+	// resized is the check that a warm fleet's pods run with a memory limit
+	// and the item memory it gives.
+	resized := func(limit, itemMemory string) func(Gomega) {
+		return func(g Gomega) {
 			for _, p := range fleetPodList(ctx, g, cacheNamespace, "warm") {
-				g.Expect(p.Annotations[desired.ArgsAnnotation]).To(ContainSubstring(`"-m","144"`), "%s has the new item memory", p.Name)
+				g.Expect(p.Annotations[desired.ArgsAnnotation]).To(ContainSubstring(`"-m","`+itemMemory+`"`), "%s has the new item memory", p.Name)
 				for _, c := range p.Status.ContainerStatuses {
 					if c.Name == desired.MemcachedContainer {
 						g.Expect(c.Resources).NotTo(BeNil())
-						g.Expect(c.Resources.Limits.Memory().String()).To(Equal("160Mi"), "the kubelet resized %s", p.Name)
+						g.Expect(c.Resources.Limits.Memory().String()).To(Equal(limit), "the kubelet resized %s", p.Name)
 					}
 				}
 			}
-		})
+		}
+	}
+
+	It("resizes a warm fleet's memcached in place on a memory limit raised: every pod keeps its cache, copied into the new item memory", func() {
+		uids := warmUIDs(ctx)
+		got := measure("memory limit up", patchBoth(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`), resized("160Mi", "144"))
 		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, resized in place")
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
+		// Lowering it is not measured here: the testbed's kubelets (cgroup
+		// v1) report no container memory usage, without which a kubelet
+		// lowers no memory limit (envtest and the launcher's tests cover it).
 	})
 
 	It("brings a deleted pod back under its name, empty, while the others keep theirs", func() {

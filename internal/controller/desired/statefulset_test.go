@@ -93,7 +93,7 @@ func TestWarmStatefulSet(t *testing.T) {
 	}
 	g.Expect(memory).NotTo(BeNil())
 	g.Expect(memory.EmptyDir.Medium).To(Equal(corev1.StorageMediumMemory))
-	g.Expect(memory.EmptyDir.SizeLimit.String()).To(Equal("130Mi"), "-m and its metadata, twice: room for a copy")
+	g.Expect(memory.EmptyDir.SizeLimit.String()).To(Equal("194Mi"), "-m and its metadata, twice, and the pages memcached preallocates: room for a copy")
 	g.Expect(pod.InitContainers[0].Resources.Limits.Memory().String()).To(Equal("16Mi"), "no pod limit to raise: memcached has none")
 
 	// With memory limits, the launcher's raises the pod's by one memory file.
@@ -102,7 +102,7 @@ func TestWarmStatefulSet(t *testing.T) {
 		s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
 	})
 	g.Expect(fleettest.RoundTrip(desired.StatefulSet(mc, spec), set)).To(Succeed())
-	g.Expect(set.Spec.Template.Spec.InitContainers[0].Resources.Limits.Memory().String()).To(Equal("244Mi"), "128Mi, and a memory file of 115 MiB and its metadata")
+	g.Expect(set.Spec.Template.Spec.InitContainers[0].Resources.Limits.Memory().String()).To(Equal("308Mi"), "128Mi, and a copy's room: 115 MiB, its metadata and 64 MiB preallocated")
 	g.Expect(set.Spec.Template.Spec.InitContainers[0].Resources.Requests.Memory().String()).To(Equal("8Mi"), "nothing reserved on the node")
 
 	template := func(mutate func(*cachev1alpha1.MemcachedSpec)) map[string]string {

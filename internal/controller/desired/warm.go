@@ -96,25 +96,37 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 
 // MemoryVolumeSize is the memory-backed volume of a warm pod made for -m
 // megabytes: room for the memory file and a copy of it, so that a change
-// of item memory can copy the cache into a new file in the same pod (up to
-// twice the item memory the pod was made with; see RoomForCopy). The
+// of item memory can copy the cache into a new file in the same pod. The
 // volume's size cannot change once the pod exists.
 func MemoryVolumeSize(memoryMB int32) resource.Quantity {
-	return resource.MustParse(strconv.Itoa(2*(int(memoryMB)+1)) + "Mi")
+	return resource.MustParse(strconv.Itoa(int(memoryMB)+1+copyRoomMB(memoryMB)) + "Mi")
 }
 
-// RoomForCopy tells whether a pod whose memory volume has the given size
-// can copy a cache of fromMB megabytes of item memory into a new file of
-// toMB: both files at once, and the new one alone once filled.
-func RoomForCopy(volume resource.Quantity, fromMB, toMB int32) bool {
-	mi := volume.Value() >> 20
-	return 2*(int64(fromMB)+1) <= mi && int64(toMB)+1 <= mi
+// preallocMB is what memcached touches of a new memory file when it starts:
+// a slab page (1 MiB) for each size of item, about 40 with the default
+// growth factor and item size.
+const preallocMB = 64
+
+// copyRoomMB is the room a copy of the cache takes beside the memory file:
+// a second file, holding as much, and the pages memcached preallocates on
+// it.
+func copyRoomMB(memoryMB int32) int {
+	return int(memoryMB) + 1 + preallocMB
+}
+
+// RoomFor tells whether a pod whose memory volume has the given size can
+// take a memory file of toMB megabytes in place: the file alone, once
+// filled. A copy into it takes what room is left beside the old file
+// (the launcher stops when the volume is full), which is all of a cache
+// of the item memory the pod was made with.
+func RoomFor(volume resource.Quantity, toMB int32) bool {
+	return int64(toMB)+1 <= volume.Value()>>20
 }
 
 // launcherResources are the init container's: tiny requests, and, when
 // every container has a memory limit, a memory limit that raises the pod's
-// (the larger of its containers' sum and any init container's) by one
-// memory file. The pod's memory-backed volume is no larger than the pod's
+// (the larger of its containers' sum and any init container's) by the
+// room of a copy. The pod's memory-backed volume is no larger than the pod's
 // limit when the pod starts, and a copy of the cache needs the room. It
 // reserves nothing on the node: the scheduler counts requests.
 func launcherResources(containers []corev1ac.ContainerApplyConfiguration, memoryMB int32) *corev1.ResourceRequirements {
@@ -129,7 +141,7 @@ func launcherResources(containers []corev1ac.ContainerApplyConfiguration, memory
 		}
 		sum.Add(m)
 	}
-	sum.Add(resource.MustParse(strconv.Itoa(int(memoryMB)+1) + "Mi"))
+	sum.Add(resource.MustParse(strconv.Itoa(copyRoomMB(memoryMB)) + "Mi"))
 	r := reloaderResources.DeepCopy()
 	r.Limits = corev1.ResourceList{corev1.ResourceMemory: sum}
 	return r

@@ -67,7 +67,7 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 		pod     *corev1.Pod
 	}
 	var live, outdated []member
-	unready := 0
+	unready, resizeError := 0, ""
 	for i := range pods {
 		p := &pods[i]
 		ordinal, ok := Ordinal(set.Name, p.Name)
@@ -77,6 +77,9 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 		live = append(live, member{ordinal, p})
 		if !restartedSinceChange(p) || resizing(p) {
 			step.Restarting++
+		}
+		if msg := resizeFailing(p); msg != "" {
+			resizeError = "the kubelet has not resized pod " + p.Name + " yet: " + msg
 		}
 		if !podReady(p) || !memcachedReady(p) {
 			unready++
@@ -90,6 +93,11 @@ func NextWarmStep(set *appsv1.StatefulSet, pods []corev1.Pod, disruptionsAllowed
 		step.Wait = "the StatefulSet has not observed its template yet"
 		return step
 	case len(outdated) == 0:
+		return step
+	case resizeError != "":
+		// The pod serves, with its new item memory, under its old limit:
+		// nothing is lost by waiting for the kubelet's retries.
+		step.Wait, step.Restarting = resizeError, max(step.Restarting, 1)
 		return step
 	case len(live) < replicas || step.Restarting > 0 || unready > 0 || set.Status.AvailableReplicas < int32(replicas):
 		step.Wait = "waiting for every pod to serve before the next one restarts"
@@ -155,8 +163,9 @@ func PodResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
 
 // roomForCopy tells whether a pod can keep its cache through a change to
 // the command line args that alters a setting of its memory file: its
-// memory volume holds a copy (a pod made before in-place resizes, whose
-// volume fits one file, never does).
+// memory volume holds the new file (a pod made before in-place resizes,
+// whose volume fits one file, matches the template only while its memory
+// is unchanged).
 func roomForCopy(p *corev1.Pod, args string) bool {
 	var before, after []string
 	if json.Unmarshal([]byte(p.Annotations[ArgsAnnotation]), &before) != nil || json.Unmarshal([]byte(args), &after) != nil {
@@ -166,14 +175,13 @@ func roomForCopy(p *corev1.Pod, args string) bool {
 	if maps.Equal(from, to) {
 		return true
 	}
-	fromMB, err1 := strconv.ParseInt(from["-m"], 10, 32)
-	toMB, err2 := strconv.ParseInt(to["-m"], 10, 32)
-	if err1 != nil || err2 != nil {
+	toMB, err := strconv.ParseInt(to["-m"], 10, 32)
+	if err != nil {
 		return false
 	}
 	for _, v := range p.Spec.Volumes {
 		if v.Name == memoryVolumeName && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
-			return RoomForCopy(*v.EmptyDir.SizeLimit, int32(fromMB), int32(toMB))
+			return RoomFor(*v.EmptyDir.SizeLimit, int32(toMB))
 		}
 	}
 	return false
@@ -198,6 +206,17 @@ func resizing(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// resizeFailing is the kubelet's message when a resize of the pod fails
+// (lowering a memory limit needs the container's memory usage, say), else "".
+func resizeFailing(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonError {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // resizeInfeasible: the node cannot give the pod what its resize asks;

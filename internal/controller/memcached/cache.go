@@ -120,7 +120,7 @@ func placementOnly(in any) (any, error) {
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
-				out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+				out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 			}
 		}
 	}

@@ -224,7 +224,7 @@ func warmRolloutState(o client.Object) string {
 	// A resize's progress.
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
-			state += fmt.Sprintf("/%s/%s/%s", c.Type, c.Status, c.Reason)
+			state += fmt.Sprintf("/%s/%s/%s/%s", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
 	return state
