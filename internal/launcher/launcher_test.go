@@ -3,6 +3,7 @@ package launcher
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -240,4 +242,203 @@ func TestUnreadableArgsFile(t *testing.T) {
 	o := l.Run(context.Background(), make(chan os.Signal))
 	g.Expect(o.ExitCode).To(Equal(2))
 	g.Expect(o.Message).To(ContainSubstring("no JSON array"))
+}
+
+// send writes one request to memcached at addr and reads its answer up to
+// and including a line that starts with one of ends.
+func send(g Gomega, addr, req string, ends ...string) string {
+	c, err := net.Dial("tcp", addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write([]byte(req))
+	g.Expect(err).NotTo(HaveOccurred())
+	r := bufio.NewReader(c)
+	var out strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		g.Expect(err).NotTo(HaveOccurred(), "after %q", out.String())
+		out.WriteString(line)
+		for _, e := range ends {
+			if strings.HasPrefix(line, e) {
+				return out.String()
+			}
+		}
+	}
+}
+
+// withMemory sets memcached's -m in the launcher's command line.
+func withMemory(mb int) func(*Launcher) {
+	return func(l *Launcher) {
+		i := slices.Index(l.Args, "-m")
+		l.Args[i+1] = strconv.Itoa(mb)
+	}
+}
+
+// TestNewItemMemoryCopiesTheCache: memcached refuses a saved cache made
+// under another -m; the launcher copies the items into a file made under
+// the new one instead, with their flags and times to live, keys the text
+// protocol cannot spell included, and memcached then runs on it with the
+// new item memory and every key.
+func TestNewItemMemoryCopiesTheCache(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	keys(g, addr, 2000, true)
+	g.Expect(send(g, addr, "set flagged 4242 0 2\r\nhi\r\nset expiring 7 3600 2\r\nho\r\n", "STORED", "ERROR")).To(Equal("STORED\r\n"))
+	binaryKey := base64.StdEncoding.EncodeToString([]byte("a key\x00with bytes"))
+	g.Expect(send(g, addr, "ms "+binaryKey+" 3 b F9\r\nbin\r\n", "HD", "CLIENT_ERROR", "SERVER_ERROR")).To(Equal("HD\r\n"))
+	stopSaved(g, stop, out)
+
+	addr, stop, out = runWith(t, g, dir, withMemory(128))
+	g.Expect(send(g, addr, "stats settings\r\n", "STAT maxbytes ")).To(HaveSuffix("STAT maxbytes 134217728\r\n"), "the new item memory")
+	g.Expect(keys(g, addr, 2000, false)).To(Equal(2000), "every key copied")
+	g.Expect(send(g, addr, "mg flagged f t v\r\n", "EN", "VA")).To(Equal("VA 2 f4242 t-1\r\n"))
+	g.Expect(send(g, addr, "mg expiring f t\r\n", "EN", "HD")).To(MatchRegexp(`^HD f7 t3(5[6-9][0-9]|600)\r\n$`), "the time to live kept")
+	g.Expect(send(g, addr, "mg "+binaryKey+" b f v\r\n", "EN", "VA")).To(HavePrefix("VA 3 f9"))
+	stopSaved(g, stop, out)
+	for _, f := range []string{"memory.next", "memory.next.meta", "old.sock", "new.sock"} {
+		g.Expect(filepath.Join(dir, f)).NotTo(BeAnExistingFile(), "nothing of the copy left behind")
+	}
+
+	// A plain restart on the new file is warm, as before.
+	addr, stop, out = runWith(t, g, dir, withMemory(128))
+	g.Expect(keys(g, addr, 2000, false)).To(Equal(2000))
+	stopSaved(g, stop, out)
+}
+
+// TestLessItemMemoryKeepsWhatFits: a cache larger than the new item memory
+// keeps as much as fits: at least what the same writes leave in a fresh
+// memcached with that item memory.
+func TestLessItemMemoryKeepsWhatFits(t *testing.T) {
+	g := NewWithT(t)
+	value := strings.Repeat("v", 100<<10)
+	const n = 1000 // about 100 MiB
+	fill := func(addr string) {
+		var req strings.Builder
+		for i := range n {
+			req.WriteString("set big-" + strconv.Itoa(i) + " 0 0 " + strconv.Itoa(len(value)) + " noreply\r\n" + value + "\r\n")
+		}
+		req.WriteString("mn\r\n")
+		send(g, addr, req.String(), "MN")
+	}
+	count := func(addr string) (kept int) {
+		for i := range n {
+			if strings.HasPrefix(send(g, addr, "mg big-"+strconv.Itoa(i)+"\r\n", "EN", "HD"), "HD") {
+				kept++
+			}
+		}
+		return kept
+	}
+	addr, stop, out := runWith(t, g, tempDir(t, g), withMemory(64))
+	fill(addr)
+	fits := count(addr)
+	stopSaved(g, stop, out)
+	g.Expect(fits).To(BeNumerically(">", n/10))
+
+	dir := tempDir(t, g)
+	addr, stop, out = runWith(t, g, dir, withMemory(128))
+	fill(addr)
+	g.Expect(count(addr)).To(BeNumerically(">", fits), "more in the larger cache")
+	stopSaved(g, stop, out)
+	addr, stop, out = runWith(t, g, dir, withMemory(64))
+	g.Expect(count(addr)).To(BeNumerically(">=", fits*95/100), "as much as fits")
+	stopSaved(g, stop, out)
+}
+
+// TestCopyStopsWhenTheVolumeIsFull: a copy takes no more than the room
+// the memory volume has left (a write past its end would kill memcached),
+// and memcached serves what it copied.
+func TestCopyStopsWhenTheVolumeIsFull(t *testing.T) {
+	g := NewWithT(t)
+	// On tmpfs, as a pod's memory-backed volume: a memory file takes its
+	// pages there as memcached touches them.
+	dir, err := os.MkdirTemp("/dev/shm", "launcher-")
+	g.Expect(err).NotTo(HaveOccurred(), "a tmpfs at /dev/shm")
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	g.Expect(os.Chmod(dir, 0o777)).To(Succeed())
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	value := strings.Repeat("v", 10<<10)
+	var req strings.Builder
+	const n = 1000 // about 10 MiB
+	for i := range n {
+		req.WriteString("set item-" + strconv.Itoa(i) + " 0 0 " + strconv.Itoa(len(value)) + " noreply\r\n" + value + "\r\n")
+	}
+	req.WriteString("mn\r\n")
+	send(g, addr, req.String(), "MN")
+	stopSaved(g, stop, out)
+
+	// A volume with room for 4 MiB beyond the margin and what both
+	// memcacheds took when they started (the copy asks first then).
+	const room = 4 << 20
+	var capacity int64
+	addr, stop, out = runWith(t, g, dir, func(l *Launcher) {
+		withMemory(128)(l)
+		l.free = func(dir string) (int64, error) {
+			if capacity == 0 {
+				capacity = used(g, dir) + roomMargin + room
+			}
+			return capacity - used(g, dir), nil
+		}
+	})
+	kept := 0
+	for i := range n {
+		if strings.HasPrefix(send(g, addr, "mg item-"+strconv.Itoa(i)+"\r\n", "EN", "HD"), "HD") {
+			kept++
+		}
+	}
+	g.Expect(kept).To(BeNumerically(">", room/(len(value)*2)), "what fits is copied")
+	// and no more, but for the slab page memcached preallocated for the
+	// items' size, which held some before the volume counted them.
+	g.Expect(kept).To(BeNumerically("<=", (room+1<<20)/len(value)), "and no more")
+	stopSaved(g, stop, out)
+}
+
+// TestPrivateArgs: the copy's memcacheds listen on their UNIX socket only,
+// without TLS, auth or anything that would refuse a metadump, and keep
+// every other option.
+func TestPrivateArgs(t *testing.T) {
+	g := NewWithT(t)
+	args := []string{"--disable-cas", "-o", "modern,no_lru_crawler", "-X", "-p", "11211", "-m", "64", "-c", "1024", "-t", "2", "-I", "1m", "-vv",
+		"-Y", "/auth", "-e", "/var/lib/memcached/memory",
+		"-Z", "-l", "*:11211,notls:127.0.0.1:11299", "-o", "ssl_chain_cert=/tls/crt,ssl_key=/tls/key,ssl_verify_mode=0", "-U0"}
+	g.Expect(privateArgs(args, "/m/memory.next", "/m/new.sock")).To(Equal([]string{
+		"-C", "-o", "modern,no_lru_crawler", "-m", "64", "-c", "1024", "-t", "2", "-I", "1m", "-v", "-v",
+		"-o", "lru_crawler", "-s", "/m/new.sock", "-e", "/m/memory.next"}))
+}
+
+// TestMigrationFailureStartsCold: a copy that cannot run (here, memcached
+// refuses the new command line) drops the saved cache, so that the start
+// that follows is cold instead of a retry, and leaves no file behind.
+func TestMigrationFailureStartsCold(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	keys(g, addr, 10, true)
+	stopSaved(g, stop, out)
+	l := &Launcher{Memcached: memcachedbin.Path(t), MemoryFile: filepath.Join(dir, "memory"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	old, err := os.ReadFile(l.MemoryFile + argsSuffix)
+	g.Expect(err).NotTo(HaveOccurred())
+	var oldArgs []string
+	g.Expect(json.Unmarshal(old, &oldArgs)).To(Succeed())
+	g.Expect(l.waitGap()).To(BeTrue())
+	_, err = l.migrate(oldArgs, append(slices.Clone(oldArgs), "-f", "0.5"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(l.Warm()).To(BeFalse())
+	g.Expect(filepath.Join(dir, "memory.next")).NotTo(BeAnExistingFile())
+}
+
+// used is what the files in dir take on their filesystem, as a volume's
+// free space counts it (a memory file's pages as memcached touches them).
+func used(g Gomega, dir string) int64 {
+	var sum int64
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err == nil {
+			sum += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+	}
+	return sum
 }
