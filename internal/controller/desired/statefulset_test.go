@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +86,9 @@ func TestWarmStatefulSet(t *testing.T) {
 		HaveField("DownwardAPI.Items", ConsistOf(And(HaveField("Path", "args"),
 			HaveField("FieldRef.FieldPath", "metadata.annotations['memcached.cache.example.com/args']")))))))
 	g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue(), "the memory file is on its own volume")
+	g.Expect(c.StartupProbe).NotTo(BeNil(), "the liveness probe waits for a copy of the cache")
+	g.Expect(c.StartupProbe.TCPSocket.Port.String()).To(Equal("memcached"))
+	g.Expect(time.Duration(c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold) * time.Second).To(BeNumerically(">=", time.Hour))
 	var memory *corev1.Volume
 	for i := range pod.Volumes {
 		if pod.Volumes[i].Name == "memory-file" {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -29,6 +30,13 @@ const (
 	argsFile           = argsMountPath + "/args"
 	// LauncherInstallContainerName is the init container that copies the launcher.
 	LauncherInstallContainerName = "install-launcher"
+)
+
+// A warm pod's memcached gets an hour to start: a copy of a large cache
+// into a new memory file takes minutes.
+const (
+	startupProbePeriod   = 5
+	startupProbeFailures = 720
 )
 
 // TemplateAnnotation is the annotation of a warm fleet's pods that names
@@ -78,6 +86,12 @@ func warmPod(tpl *corev1ac.PodTemplateSpecApplyConfiguration, spec *cachev1alpha
 	for i := range pod.Containers {
 		if c := &pod.Containers[i]; *c.Name == containerName {
 			c.Args = nil
+			// memcached listens only once the launcher has restored or
+			// copied the cache, which for a large one outlasts the liveness
+			// probe's patience: the startup probe holds it off meanwhile.
+			c.WithStartupProbe(corev1ac.Probe().
+				WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(portName))).
+				WithPeriodSeconds(startupProbePeriod).WithFailureThreshold(startupProbeFailures))
 			c.WithCommand(launcherPath, "--memory-file="+memoryFile, "--args-file="+argsFile).
 				WithVolumeMounts(
 					corev1ac.VolumeMount().WithName(memoryVolumeName).WithMountPath(memoryMountPath),
@@ -193,13 +207,19 @@ func templateHashes(tpl *corev1ac.PodTemplateSpecApplyConfiguration, memoryMB in
 		}
 	}
 	sizes(ptr.To(resource.MustParse(strconv.Itoa(int(memoryMB)+1)+"Mi")), *reloaderResources.DeepCopy())
-	legacy = hashOf(t)
-	sizes(nil, corev1.ResourceRequirements{})
+	var memcached *corev1.Container
 	for i := range t.Spec.Containers {
 		if t.Spec.Containers[i].Name == containerName {
-			t.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+			memcached = &t.Spec.Containers[i]
 		}
 	}
+	// Nor had they the startup probe.
+	startup := memcached.StartupProbe
+	memcached.StartupProbe = nil
+	legacy = hashOf(t)
+	memcached.StartupProbe = startup
+	sizes(nil, corev1.ResourceRequirements{})
+	memcached.Resources = corev1.ResourceRequirements{}
 	return hashOf(t), legacy
 }
 
