@@ -240,12 +240,7 @@ func memcachedContainer(containers []corev1.Container) corev1.Container {
 }
 
 func memcachedImage(containers []corev1.Container) string {
-	for _, c := range containers {
-		if c.Name == containerName {
-			return c.Image
-		}
-	}
-	return ""
+	return memcachedContainer(containers).Image
 }
 
 // restartedSinceChange tells whether a pod's memcached container restarted

@@ -324,10 +324,32 @@ var _ = Describe("A fleet with warm restarts", func() {
 		setAt(mc, "r2", 2)
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		By("a memory change beyond the room the pods were made with replaces them")
-		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":"512Mi"}}}}`)))).To(Succeed())
-		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Annotations[desired.ArgsAnnotation] }).Should(ContainSubstring(`"-m","460"`))
+		By("a resize the API server refuses (a limit removed) replaces the pod")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":null},"requests":{"memory":"160Mi"}}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) corev1.ResourceList {
+			return statefulSetOf(mc)(g).Spec.Template.Spec.Containers[0].Resources.Limits
+		}).Should(BeEmpty())
 		setAt(mc, "r3", 0)
+		// Less memory: the command line first, then the resize.
+		Eventually(argsOf(mc, 1)).Should(ContainSubstring(`"-m","64"`))
+		kubeletRestarts(podOf(mc, 1)(Default))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
+		}).Should(BeTrue())
+		podsLikeStatefulSet(mc, "r3", 1)
+		Eventually(argsOf(mc, 0)).Should(ContainSubstring(`"-m","64"`))
+		kubeletRestarts(podOf(mc, 0)(Default))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-0"}, &corev1.Pod{}))
+		}).Should(BeTrue())
+		podsLikeStatefulSet(mc, "r3", 0)
+		setAt(mc, "r3", 2)
+		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("a memory change beyond the room the pods were made with replaces them")
+		Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"limits":{"memory":"512Mi"},"requests":null}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) string { return statefulSetOf(mc)(g).Spec.Template.Annotations[desired.ArgsAnnotation] }).Should(ContainSubstring(`"-m","460"`))
+		setAt(mc, "r4", 0)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
 		}).Should(BeTrue())

@@ -54,22 +54,32 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", step.Pod)
 	if !step.InPlace {
 		log.Info("Replacing a pod of a fleet with warm restarts: its template changed in more than memcached's image, so it starts with an empty cache")
-		err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("replacing pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
-		return nil
+		return r.replaceWarmPod(ctx, pod)
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	if step.Resize != nil {
 		log.Info("Resizing memcached in place; the pod keeps its cache", "limits", step.Resize.Limits, "requests", step.Resize.Requests)
+		// Both lists whole: a list the template no longer has is removed
+		// (null), not kept by the merge.
+		resources := map[string]any{"limits": nil, "requests": nil}
+		if len(step.Resize.Limits) > 0 {
+			resources["limits"] = step.Resize.Limits
+		}
+		if len(step.Resize.Requests) > 0 {
+			resources["requests"] = step.Resize.Requests
+		}
 		patch, err := json.Marshal(map[string]any{
-			"spec": map[string]any{"containers": []map[string]any{{"name": desired.MemcachedContainer, "resources": step.Resize}}},
+			"spec": map[string]any{"containers": []map[string]any{{"name": desired.MemcachedContainer, "resources": resources}}},
 		})
 		if err != nil {
 			return err
 		}
-		if err := r.Client.SubResource("resize").Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		switch err := r.Client.SubResource("resize").Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); {
+		case apierrors.IsInvalid(err):
+			// A resize may not remove a limit or change the pod's QoS class.
+			log.Info("The API server refuses to resize the pod in place: replacing it, so it starts with an empty cache", "reason", err.Error())
+			return r.replaceWarmPod(ctx, pod)
+		case client.IgnoreNotFound(err) != nil:
 			return fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		// The pass after the kubelet's resize relabels the pod, or takes
@@ -100,6 +110,16 @@ func (r *Reconciler) rollWarm(ctx context.Context, s *scope, set *appsv1.Statefu
 	}
 	if err := r.Client.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch)); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("changing pod %s/%s in place: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// replaceWarmPod deletes a pod of a warm fleet, as it was read, for its
+// StatefulSet to make it again from the current template.
+func (r *Reconciler) replaceWarmPod(ctx context.Context, pod *corev1.Pod) error {
+	err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("replacing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
 }
