@@ -330,19 +330,16 @@ var _ = Describe("A fleet with warm restarts", func() {
 			return statefulSetOf(mc)(g).Spec.Template.Spec.Containers[0].Resources.Limits
 		}).Should(BeEmpty())
 		setAt(mc, "r3", 0)
-		// Less memory: the command line first, then the resize.
-		Eventually(argsOf(mc, 1)).Should(ContainSubstring(`"-m","64"`))
-		kubeletRestarts(podOf(mc, 1)(Default))
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-1"}, &corev1.Pod{}))
-		}).Should(BeTrue())
-		podsLikeStatefulSet(mc, "r3", 1)
-		Eventually(argsOf(mc, 0)).Should(ContainSubstring(`"-m","64"`))
-		kubeletRestarts(podOf(mc, 0)(Default))
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-0"}, &corev1.Pod{}))
-		}).Should(BeTrue())
-		podsLikeStatefulSet(mc, "r3", 0)
+		// Less memory: the command line first, then the resize, refused;
+		// the highest ordinal first.
+		for _, i := range []int{1, 0} {
+			Eventually(argsOf(mc, i)).Should(ContainSubstring(`"-m","64"`))
+			kubeletRestarts(podOf(mc, i)(Default))
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("memcached-sample-%d", i)}, &corev1.Pod{}))
+			}).Should(BeTrue())
+			podsLikeStatefulSet(mc, "r3", i)
+		}
 		setAt(mc, "r3", 2)
 		Eventually(condition(mc, cachev1alpha1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 
