@@ -442,3 +442,19 @@ func used(g Gomega, dir string) int64 {
 	}
 	return sum
 }
+
+// TestUnrecordedCommandLineStartsWarm: a saved cache without the command
+// line it was made under (a launcher that could not write it) is taken as
+// compatible and left to memcached, which serves it again under the same
+// settings.
+func TestUnrecordedCommandLineStartsWarm(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	keys(g, addr, 100, true)
+	stopSaved(g, stop, out)
+	g.Expect(os.Remove(filepath.Join(dir, "memory"+argsSuffix))).To(Succeed())
+	addr, stop, out = runWith(t, g, dir, withMemory(64))
+	g.Expect(keys(g, addr, 100, false)).To(Equal(100))
+	stopSaved(g, stop, out)
+}
