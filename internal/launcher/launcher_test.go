@@ -412,10 +412,7 @@ func TestPrivateArgs(t *testing.T) {
 // that follows is cold instead of a retry, and leaves no file behind.
 func TestMigrationFailureStartsCold(t *testing.T) {
 	g := NewWithT(t)
-	dir := tempDir(t, g)
-	addr, stop, out := runWith(t, g, dir, withMemory(64))
-	keys(g, addr, 10, true)
-	stopSaved(g, stop, out)
+	dir := savedCache(t, g, 10)
 	l := &Launcher{Memcached: memcachedbin.Path(t), MemoryFile: filepath.Join(dir, "memory"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	old, err := os.ReadFile(l.MemoryFile + argsSuffix)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -449,12 +446,19 @@ func used(g Gomega, dir string) int64 {
 // settings.
 func TestUnrecordedCommandLineStartsWarm(t *testing.T) {
 	g := NewWithT(t)
-	dir := tempDir(t, g)
-	addr, stop, out := runWith(t, g, dir, withMemory(64))
-	keys(g, addr, 100, true)
-	stopSaved(g, stop, out)
+	dir := savedCache(t, g, 100)
 	g.Expect(os.Remove(filepath.Join(dir, "memory"+argsSuffix))).To(Succeed())
-	addr, stop, out = runWith(t, g, dir, withMemory(64))
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
 	g.Expect(keys(g, addr, 100, false)).To(Equal(100))
 	stopSaved(g, stop, out)
+}
+
+// savedCache is a directory whose memory file, made under -m 64, holds n
+// keys, saved.
+func savedCache(t *testing.T, g Gomega, n int) string {
+	dir := tempDir(t, g)
+	addr, stop, out := runWith(t, g, dir, withMemory(64))
+	keys(g, addr, n, true)
+	stopSaved(g, stop, out)
+	return dir
 }
