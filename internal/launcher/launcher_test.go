@@ -53,14 +53,26 @@ func runWith(t *testing.T, g Gomega, dir string, edit func(*Launcher)) (addr str
 	}
 	stop = make(chan os.Signal, 1)
 	res := make(chan Outcome, 1)
-	go func() { res <- l.Run(context.Background(), stop) }()
+	ended := make(chan struct{})
+	// t.Context ends before the cleanups: a launcher a failed test leaves
+	// running stops, and its files outlive it until it has.
+	go func() { defer close(ended); res <- l.Run(t.Context(), stop) }()
+	t.Cleanup(func() {
+		select {
+		case <-ended:
+		case <-time.After(time.Minute):
+			t.Error("the launcher did not end within a minute of the test")
+		}
+	})
+	// A start that copies the cache listens only once the copy is done,
+	// which takes seconds more on a machine busy with other suites.
 	g.Eventually(func() error {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			_ = c.Close()
 		}
 		return err
-	}).WithTimeout(5 * time.Second).Should(Succeed())
+	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
 	return addr, stop, res
 }
 
@@ -69,7 +81,7 @@ func keys(g Gomega, addr string, n int, set bool) int {
 	c, err := net.Dial("tcp", addr)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	r, w := bufio.NewReader(c), bufio.NewWriter(c)
 	found := 0
 	for i := range n {
@@ -102,7 +114,7 @@ func keys(g Gomega, addr string, n int, set bool) int {
 // saved.
 func stopSaved(g Gomega, stop chan os.Signal, out <-chan Outcome) {
 	stop <- syscall.SIGTERM
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(HaveField("Saved", true)))
+	g.Eventually(out).WithTimeout(time.Minute).Should(Receive(HaveField("Saved", true)))
 }
 
 func tempDir(t *testing.T, g Gomega) string {
@@ -123,7 +135,7 @@ func TestStopKeepsTheCache(t *testing.T) {
 	keys(g, addr, 1000, true)
 	stop <- syscall.SIGTERM
 	var o Outcome
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(&o))
+	g.Eventually(out).WithTimeout(time.Minute).Should(Receive(&o))
 	g.Expect(o).To(HaveField("Saved", true))
 	g.Expect(o.ExitCode).To(BeZero())
 	g.Expect(os.ReadFile(filepath.Join(dir, "termination-log"))).To(ContainSubstring("the next start in this pod is warm"))
@@ -144,7 +156,7 @@ func TestCrashStartsCold(t *testing.T) {
 	keys(g, addr, 100, true)
 	g.Expect(proc.Signal(syscall.SIGKILL)).To(Succeed())
 	var o Outcome
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(&o))
+	g.Eventually(out).WithTimeout(time.Minute).Should(Receive(&o))
 	g.Expect(o.Saved).To(BeFalse())
 	g.Expect(o.ExitCode).To(Equal(137))
 	g.Expect(os.ReadFile(filepath.Join(dir, "termination-log"))).To(ContainSubstring("the next start is cold"))
@@ -182,7 +194,7 @@ func maxConns(g Gomega, addr string) string {
 	c, err := net.Dial("tcp", addr)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	_, err = fmt.Fprint(c, "stats settings\r\n")
 	g.Expect(err).NotTo(HaveOccurred())
 	r := bufio.NewReader(c)
@@ -218,7 +230,7 @@ func TestNewOptionsRestartWarm(t *testing.T) {
 	args[len(args)-1] = "2048"
 	writeArgs(g, argsFile, args)
 	var o Outcome
-	g.Eventually(out).WithTimeout(10 * time.Second).Should(Receive(&o))
+	g.Eventually(out).WithTimeout(time.Minute).Should(Receive(&o))
 	g.Expect(o).To(And(HaveField("Saved", true), HaveField("ExitCode", 0)))
 	g.Expect(o.Message).To(ContainSubstring("options changed"))
 
@@ -250,7 +262,7 @@ func send(g Gomega, addr, req string, ends ...string) string {
 	c, err := net.Dial("tcp", addr)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	_, err = c.Write([]byte(req))
 	g.Expect(err).NotTo(HaveOccurred())
 	r := bufio.NewReader(c)

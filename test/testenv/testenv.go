@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,10 @@ func New(opts Options) (*envtest.Environment, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s is too short for an API server starting while CI
+		// runs the real-cluster suites beside it; a timed-out start is
+		// retried from scratch and times out again.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	// OpenShift and other hardened clusters run this plugin: it refuses an
 	// owner reference with blockOwnerDeletion unless the writer may update
