@@ -37,6 +37,7 @@ import (
 	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/internal/webhookcert"
 	"github.com/example/memcached-operator/test/chartrender"
+	"github.com/example/memcached-operator/test/manifests"
 	"github.com/example/memcached-operator/webhooks"
 )
 
@@ -295,7 +296,7 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})).To(Succeed())
 		rel, err := chartrender.Release(gitopsRelease, gitopsNS, ciValues("no-cert-manager"))
 		Expect(err).NotTo(HaveOccurred())
-		objs, err = chartrender.Decode(rel.Manifest)
+		objs, err = manifests.Decode(rel.Manifest)
 		Expect(err).NotTo(HaveOccurred())
 		opts = rotatorOptions(objs)
 		saCfg, saClient = as(gitopsNS, gitopsRelease+"-memcached-operator")

@@ -5,10 +5,7 @@
 package chartrender
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 
@@ -18,8 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/example/memcached-operator/test/manifests"
 	"github.com/example/memcached-operator/test/repo"
 )
 
@@ -53,7 +50,7 @@ func render(releaseName, namespace string, values map[string]any, upgrade bool) 
 	if err != nil {
 		return nil, err
 	}
-	objs, err := Decode(rel.Manifest)
+	objs, err := manifests.Decode(rel.Manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +59,7 @@ func render(releaseName, namespace string, values map[string]any, upgrade bool) 
 	hooks := append([]*release.Hook(nil), rel.Hooks...)
 	sort.Slice(hooks, func(i, j int) bool { return hooks[i].Path+hooks[i].Name < hooks[j].Path+hooks[j].Name })
 	for _, h := range hooks {
-		more, err := Decode(h.Manifest)
+		more, err := manifests.Decode(h.Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("hook %s: %w", h.Path, err)
 		}
@@ -107,24 +104,4 @@ func Load() (*chart.Chart, error) {
 		return nil, fmt.Errorf("loading chart: %w", err)
 	}
 	return chrt, nil
-}
-
-// Decode splits a multi-document YAML manifest into objects, skipping empty
-// documents.
-func Decode(manifest string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("decoding manifest: %w", err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: obj})
-	}
 }

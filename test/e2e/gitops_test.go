@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/example/memcached-operator/test/chartrender"
+	"github.com/example/memcached-operator/test/manifests"
 )
 
 // GitOps tools (Argo CD, Flux) render the chart with `helm template` and
@@ -69,7 +69,7 @@ var _ = Describe("the chart rendered by helm template and applied server-side (G
 			// Cluster-scoped objects are no Helm release's: delete them with
 			// the rest, or the next `helm install` could not own them. The
 			// CRD stays, as it does on `helm uninstall`.
-			objs, err := chartrender.Decode(manifest)
+			objs, err := manifests.Decode(manifest)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
 				if o.GetKind() != "CustomResourceDefinition" {
@@ -83,7 +83,7 @@ var _ = Describe("the chart rendered by helm template and applied server-side (G
 
 	It("renders the same bytes twice, with no certificate in them", func() {
 		Expect(render()).To(Equal(manifest), "two renders differ: every GitOps sync would change the cluster")
-		objs, err := chartrender.Decode(manifest)
+		objs, err := manifests.Decode(manifest)
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range objs {
 			if o.GetKind() == "Secret" {
@@ -104,7 +104,7 @@ kind: Memcached
 metadata: {name: first, namespace: `+gitopsApps+`}
 spec: {size: 1}`, "--dry-run=server")
 		Expect(err).NotTo(HaveOccurred())
-		objs, err := chartrender.Decode(manifest)
+		objs, err := manifests.Decode(manifest)
 		Expect(err).NotTo(HaveOccurred())
 		objectsCurrent(ctx, objs, gitopsNamespace)
 	})

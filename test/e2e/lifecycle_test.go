@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/memcached-operator/test/chartrender"
+	"github.com/example/memcached-operator/test/manifests"
 )
 
 // The lifecycle suite is what users live through after the first install:
@@ -371,7 +371,7 @@ spec: {size: 2}
 // Flux's health check does (kstatus): each must be Current.
 func chartObjectsCurrent(ctx context.Context) {
 	GinkgoHelper()
-	objs, err := chartrender.Decode(mustRun(helm("get", "manifest", release, "-n", operatorNamespace)))
+	objs, err := manifests.Decode(mustRun(helm("get", "manifest", release, "-n", operatorNamespace)))
 	Expect(err).NotTo(HaveOccurred())
 	objectsCurrent(ctx, objs, operatorNamespace)
 }

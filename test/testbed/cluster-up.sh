@@ -414,6 +414,8 @@ start forward --host "$TBCTL" forward -netns "/run/netns/$NETNS" -listen "$APISE
 wait_for kube-apiserver 90 "${K[@]}" get --raw /readyz
 log "kube-apiserver ready ($((SECONDS - START))s)"
 
+# A node monitor grace period of 30 s (50 s by default) still outlasts two
+# missed lease renewals (every 10 s), and the node-loss spec waits for it.
 start kube-controller-manager "${B[kube-controller-manager]}" \
   --kubeconfig "$PKI/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$PKI/controller-manager.kubeconfig" \
@@ -423,7 +425,7 @@ start kube-controller-manager "${B[kube-controller-manager]}" \
   --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
   --use-service-account-credentials=true \
   --allocate-node-cidrs=true --cluster-cidr "$CLUSTER_CIDR" --node-cidr-mask-size 24 \
-  --service-cluster-ip-range "$SERVICE_CIDR"
+  --service-cluster-ip-range "$SERVICE_CIDR" --node-monitor-grace-period 30s
 start kube-scheduler "${B[kube-scheduler]}" \
   --kubeconfig "$PKI/scheduler.kubeconfig" \
   --authentication-kubeconfig "$PKI/scheduler.kubeconfig" \
