@@ -86,7 +86,7 @@ var _ = Describe("memcached authentication (spec.auth)", Ordered, Label("auth"),
 	AfterEach(func() { dumpOnFailure(ns) })
 	AfterAll(func() {
 		mustRun(cli("kubectl", uidPlatformManifest, "delete", "-f", "-", "--ignore-not-found"))
-		mustRun(kubectl("delete", "namespace", ns, uidNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", ns, uidNamespace, "--ignore-not-found", "--wait=false"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 

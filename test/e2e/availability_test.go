@@ -228,7 +228,7 @@ var _ = Describe("availability on several nodes", Ordered, Label("multi-node"), 
 		}).WithTimeout(wait).Should(Succeed())
 	})
 	AfterAll(func() {
-		mustRun(kubectl("delete", "namespace", availabilityNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", availabilityNamespace, "--ignore-not-found", "--wait=false"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 		caInjectorLeading(ctx)
 	})

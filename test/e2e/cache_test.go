@@ -157,7 +157,7 @@ spec:
 		GinkgoWriter.Print(b.String())
 		// For docs/keeping-the-cache.md: the table of the last run.
 		Expect(os.WriteFile(filepath.Join(testbedDir(), "cache-kept.md"), []byte(b.String()), 0o644)).To(Succeed())
-		mustRun(kubectl("delete", "namespace", cacheNamespace, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", cacheNamespace, "--ignore-not-found", "--wait=false"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 

@@ -49,7 +49,7 @@ var _ = Describe("The NetworkPolicies of the operator and of its fleets", Ordere
 	AfterEach(func() { dumpOnFailure(ns, others, operatorNamespace) })
 	AfterAll(func() {
 		for _, n := range []string{ns, others} {
-			mustRun(kubectl("delete", "namespace", n, "--ignore-not-found", "--wait", "--timeout=3m"))
+			mustRun(kubectl("delete", "namespace", n, "--ignore-not-found", "--wait=false"))
 		}
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})

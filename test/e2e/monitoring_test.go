@@ -178,7 +178,7 @@ var _ = Describe("monitoring with a real Prometheus", Ordered, Label("monitoring
 	})
 	AfterEach(func() { dumpOnFailure(ns, "monitoring") })
 	AfterAll(func() {
-		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 

@@ -110,7 +110,7 @@ data: {.dockerconfigjson: %s}
 	AfterEach(func() { dumpOnFailure(ns) })
 	AfterAll(func() {
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
-		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false"))
 	})
 
 	It("packages the chart and pushes it with helm: refused without credentials, stored with them", func() {

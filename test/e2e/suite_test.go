@@ -5,6 +5,10 @@
 // from $KUBECONFIG, else $TESTBED_DIR/kubeconfig, else
 // <repo>/_output/testbed/kubeconfig, and the image names from images.env
 // beside it.
+//
+// Every suite has namespaces of its own, deletes them with --wait before it
+// creates them, and without waiting when it ends: nothing after it waits for
+// its pods to stop.
 package e2e
 
 import (

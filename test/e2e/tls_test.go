@@ -89,7 +89,7 @@ var _ = Describe("TLS from cert-manager (spec.tls)", Ordered, Label("tls"), func
 	})
 	AfterEach(func() { dumpOnFailure(ns) })
 	AfterAll(func() {
-		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait", "--timeout=3m"))
+		mustRun(kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false"))
 		mustRun(helm("uninstall", release, "-n", operatorNamespace, "--ignore-not-found", "--wait"))
 	})
 
