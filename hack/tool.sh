@@ -17,8 +17,10 @@
 #          the filesystem driver and htpasswd auth only, hack/build/registry)
 #        prometheus prometheus-operator prometheus-config-reloader (the testbed's
 #          monitoring stack, hack/build/prometheus{,-operator}; CRDs: prometheus-operator-crds)
+#        metrics-server (the testbed's resource metrics API for autoscaling,
+#          beside the monitoring stack; hack/build/metrics-server)
 #        image-pause image-memcached image-memcached-next image-cert-manager-{controller,webhook,cainjector}
-#        image-prometheus image-prometheus-operator image-prometheus-config-reloader
+#        image-prometheus image-prometheus-operator image-prometheus-config-reloader image-metrics-server
 #          (/bin/<name>, UID 65534)
 #          (OCI image archives for the testbed, test/testbed/tbctl; the image
 #          name is the archive's io.containerd.image.name, see image_name)
@@ -73,6 +75,32 @@ k8s_ldflags() {
 }
 
 go_k8s() { (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$OUT" "k8s.io/kubernetes/cmd/$1"); }
+K8S_BINARIES=" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl "
+# k8s_together NAME... builds the missing Kubernetes binaries among NAMEs in one
+# go build: they share most packages, and one binary's link then overlaps
+# another's compile instead of leaving a core idle.
+k8s_together() {
+  local dir="$STORE/kubernetes/$K8S_VERSION" n todo=()
+  for n; do [[ $K8S_BINARIES == *" $n "* ]] && ! built "$dir/$n" && todo+=("$n"); done
+  ((${#todo[@]} > 1)) || return 0
+  mkdir -p "$dir"
+  exec {lock}>"$STORE/.build.lock"
+  flock "$lock"
+  local pkgs=() names=() start=$SECONDS tmp rc=0
+  for n in "${todo[@]}"; do built "$dir/$n" || { names+=("$n"); pkgs+=("k8s.io/kubernetes/cmd/$n"); }; done
+  if ((${#names[@]})); then
+    log "building ${names[*]} together -> $dir (first time only)"
+    tmp=$(mktemp -d "$dir/.together.XXXXXX")
+    (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$tmp/" "${pkgs[@]}") || rc=$?
+    if ((rc == 0)); then
+      for n in "${names[@]}"; do mv -f "$tmp/$n" "$dir/$n"; done
+      log "built ${names[*]} in $((SECONDS - start))s"
+    fi
+    rm -rf "$tmp"
+  fi
+  exec {lock}>&-
+  return "$rc"
+}
 go_coredns() { (cd "$HERE/build/coredns" && go build -ldflags "-s -w" -o "$OUT" ./cmd/coredns); }
 # cert-manager's mains live in modules the proxy cannot serve; hack/build/cert-manager
 # has small mains over the cert-manager module's packages (CA and self-signed
@@ -118,6 +146,7 @@ image_name() {
     cert-manager-*) printf 'localhost/%s:%s' "$1" "$CERT_MANAGER_VERSION" ;;
     prometheus) printf 'localhost/prometheus:v%s' "$PROMETHEUS_RELEASE" ;;
     prometheus-operator|prometheus-config-reloader) printf 'localhost/%s:%s' "$1" "$PROMETHEUS_OPERATOR_VERSION" ;;
+    metrics-server) printf 'localhost/metrics-server:%s-%s' "$METRICS_SERVER_VERSION" "$METRICS_SERVER_BUILD" ;;
   esac
 }
 # Debian's package version as an image tag ('+' is not allowed in tags).
@@ -220,9 +249,10 @@ path_of() {
       bin=$(path_of "cert-manager-$c")
       local d="$STORE/images/cert-manager-$c-$CERT_MANAGER_VERSION-$CERT_MANAGER_BUILD.tar"
       build "$name" "$d" img_cert_manager "$c" "$bin" ;;
-    image-prometheus|image-prometheus-operator|image-prometheus-config-reloader)
+    image-prometheus|image-prometheus-operator|image-prometheus-config-reloader|image-metrics-server)
       local c=${name#image-} bin v=$PROMETHEUS_OPERATOR_VERSION
       [[ $c == prometheus ]] && v=$PROMETHEUS_VERSION
+      [[ $c == metrics-server ]] && v=$METRICS_SERVER_VERSION-$METRICS_SERVER_BUILD
       bin=$(path_of "$c")
       local d="$STORE/images/$c-$v.tar"
       build "$name" "$d" img_static "$c" "$bin" ;;
@@ -256,6 +286,11 @@ path_of() {
       local pkg=operator; [[ $name == prometheus-operator ]] || pkg=$name
       local d="$STORE/prometheus-operator/$PROMETHEUS_OPERATOR_VERSION/$name"
       build "$name" "$d" go_prometheus prometheus-operator "github.com/prometheus-operator/prometheus-operator/cmd/$pkg" "${PROMETHEUS_OPERATOR_VERSION#v}" ;;
+    metrics-server)
+      local d="$STORE/metrics-server/$METRICS_SERVER_VERSION-$METRICS_SERVER_BUILD/metrics-server"
+      build "$name" "$d" go_wrapper metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION" \
+        ./cmd/metrics-server \
+        "-X k8s.io/component-base/version.gitVersion=$METRICS_SERVER_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" ;;
     prometheus-operator-crds)
       # The CRDs of the same module version (the module cache holds them once
       # the wrapper module has been built or downloaded).
@@ -266,6 +301,7 @@ path_of() {
     envtest)
       local d="$STORE/envtest/$K8S_VERSION"
       mkdir -p "$d"
+      k8s_together kube-apiserver kubectl
       for b in etcd kube-apiserver kubectl; do ln -sfn "$(path_of "$b")" "$d/$b"; done
       printf '%s\n' "$d"; return ;;
     *) log "unknown tool $name"; return 2 ;;
@@ -273,4 +309,5 @@ path_of() {
   printf '%s\n' "$d"
 }
 
+k8s_together "$@"
 for n in "$@"; do path_of "$n"; done

@@ -4,7 +4,7 @@ TESTBED_DIR ?= $(CURDIR)/_output/testbed
 export TESTBED_DIR
 export IMG
 TESTBED_KUBECONFIG := $(TESTBED_DIR)/kubeconfig
-# MONITORING=1: the testbed also runs prometheus-operator and a Prometheus
+# MONITORING=1: the testbed also runs prometheus-operator, a Prometheus and metrics-server
 # (test/testbed/monitoring); `make test-e2e` installs it with monitoring-up
 # once the cluster is up.
 MONITORING ?= 0
@@ -62,7 +62,7 @@ cluster-up: cluster-binaries cluster-deps images ## Start the testbed cluster of
 	test/testbed/cluster-up.sh
 
 .PHONY: monitoring-up
-monitoring-up: ## Build (once) and install prometheus-operator and a Prometheus on the running testbed (what cluster-up MONITORING=1 does at start).
+monitoring-up: ## Build (once) and install prometheus-operator, a Prometheus and metrics-server on the running testbed (what cluster-up MONITORING=1 does at start).
 	test/testbed/monitoring/install.sh
 
 .PHONY: node-stop

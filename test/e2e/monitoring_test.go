@@ -16,7 +16,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/test/dashboard"
@@ -124,6 +126,32 @@ type promTarget struct {
 	Labels    map[string]string `json:"labels"`
 	Health    string            `json:"health"`
 	LastError string            `json:"lastError"`
+}
+
+// podMemory is each of a fleet's pods' memory (the sum of its containers'
+// working sets) as the resource metrics API serves it to an autoscaler.
+func podMemory(ctx context.Context, g Gomega, ns, name string) map[string]int64 {
+	raw, err := clientset.CoreV1().RESTClient().Get().
+		AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", ns, "pods").
+		Param("labelSelector", "app.kubernetes.io/instance="+name).DoRaw(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), string(raw))
+	var list struct {
+		Items []struct {
+			Metadata   struct{ Name string }
+			Containers []struct {
+				Usage map[corev1.ResourceName]resource.Quantity
+			}
+		}
+	}
+	g.Expect(json.Unmarshal(raw, &list)).To(Succeed())
+	out := map[string]int64{}
+	for _, p := range list.Items {
+		for _, c := range p.Containers {
+			m := c.Usage[corev1.ResourceMemory]
+			out[p.Metadata.Name] += m.Value()
+		}
+	}
+	return out
 }
 
 func activeTargets(ctx context.Context) ([]promTarget, error) {
@@ -310,6 +338,88 @@ spec: {size: 1, image: "localhost/memcached:not-there"}`))
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		AddReportEntry("broken fleet created → MemcachedFleetNotAvailable firing (for: 15s)", time.Since(created).String())
 		mustRun(kubectl("delete", "memcached", name, "-n", ns, "--wait"))
+	})
+
+	It("resizes a fleet through its scale subresource with kubectl autoscale: out when its pods' memory passes the target, never in", func() {
+		name := "autoscaled"
+		// As Git would hold it once an autoscaler owns the size: without one.
+		inGit := `apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  resources: {requests: {memory: 64Mi}, limits: {memory: 96Mi}}
+`
+		mustRun(kubectlApply(inGit + "  size: 2\n"))
+		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=3m"))
+
+		// The target sits 16 MiB above the fuller pod's memory now, so only
+		// the data written below can pass it.
+		var idle map[string]int64
+		Eventually(func(g Gomega) {
+			idle = podMemory(ctx, g, ns, name)
+			g.Expect(idle).To(HaveLen(2))
+		}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		target := slices.Max(slices.Collect(maps.Values(idle)))>>20 + 16
+		mustRun(kubectl("autoscale", "memcached/"+name, "-n", ns, "--min=2", "--max=3", fmt.Sprintf("--memory=%dMi", target)))
+		// What docs/operations.md recommends for a cache: scaling in drops a
+		// server's share of the keys, so the autoscaler only scales out.
+		mustRun(kubectl("patch", "hpa", name, "-n", ns, "--type=merge", "-p",
+			`{"spec":{"behavior":{"scaleDown":{"selectPolicy":"Disabled","stabilizationWindowSeconds":0}}}}`))
+		Eventually(func(g Gomega) {
+			hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hpa)).To(Succeed())
+			g.Expect(hpa.Status.CurrentMetrics).To(HaveLen(1), "the autoscaler reads the pods' memory")
+			g.Expect(hpa.Status.DesiredReplicas).To(BeNumerically("==", 2))
+		}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		start := time.Now()
+		for _, p := range fleetPodList(ctx, Default, ns, name) {
+			out := probeArgs(ctx, ns, "fill-"+p.Name, "fill", p.Status.PodIP+":11211", "40")
+			Expect(out).To(ContainSubstring("fill stored="))
+		}
+		Eventually(func(g Gomega) {
+			mc, err := getMemcached(ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(mc.Spec).To(HaveKeyWithValue("size", BeNumerically("==", 3)), "the autoscaler wrote spec.size through the scale subresource")
+			g.Expect(mc.Status.ReadyReplicas).To(BeNumerically("==", 3))
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		AddReportEntry("pods filled → autoscaler resized the fleet to 3 ready pods", time.Since(start).String())
+		mustRun(kubectl("wait", "-n", ns, "--for=condition=Ready", "memcached/"+name, "--timeout=2m"))
+
+		By("a GitOps sync leaves the autoscaler's size alone when Git holds none, and conflicts when it holds one")
+		mustRun(kubectlApply(inGit, "--server-side", "--field-manager=gitops"))
+		out, err := kubectlApply(inGit+"  size: 2\n", "--server-side", "--field-manager=gitops")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(".spec.size"))
+		mc, err := getMemcached(ns, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.Spec).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
+
+		// A target no pod reaches: the autoscaler now wants the minimum, 2,
+		// and may not scale in.
+		mustRun(kubectl("patch", "hpa", name, "-n", ns, "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/metrics/0/resource/target/averageValue","value":"1Gi"}]`))
+		Eventually(func(g Gomega) {
+			hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hpa)).To(Succeed())
+			g.Expect(hpa.Status.ObservedGeneration).To(HaveValue(Equal(hpa.Generation)))
+			var limited *autoscalingv2.HorizontalPodAutoscalerCondition
+			for i, c := range hpa.Status.Conditions {
+				if c.Type == autoscalingv2.ScalingLimited {
+					limited = &hpa.Status.Conditions[i]
+				}
+			}
+			g.Expect(limited).NotTo(BeNil())
+			g.Expect(limited.Status).To(Equal(corev1.ConditionTrue), limited.Message)
+			g.Expect(limited.Reason).To(Equal("ScaleDownLimit"), limited.Message)
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			mc, err := getMemcached(ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(mc.Spec).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
+		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
+		mustRun(kubectl("delete", "hpa", name, "-n", ns))
+		mustRun(kubectl("delete", "memcached", name, "-n", ns, "--wait=false"))
 	})
 
 	It("removes a fleet's ServiceMonitor, and Prometheus its targets, with the fleet", func() {

@@ -416,6 +416,8 @@ log "kube-apiserver ready ($((SECONDS - START))s)"
 
 # A node monitor grace period of 30 s (50 s by default) still outlasts two
 # missed lease renewals (every 10 s), and the node-loss spec waits for it.
+# Autoscalers are evaluated every 5 s (15 s by default): the autoscaling spec
+# waits for two evaluations.
 start kube-controller-manager "${B[kube-controller-manager]}" \
   --kubeconfig "$PKI/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$PKI/controller-manager.kubeconfig" \
@@ -425,7 +427,8 @@ start kube-controller-manager "${B[kube-controller-manager]}" \
   --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
   --use-service-account-credentials=true \
   --allocate-node-cidrs=true --cluster-cidr "$CLUSTER_CIDR" --node-cidr-mask-size 24 \
-  --service-cluster-ip-range "$SERVICE_CIDR" --node-monitor-grace-period 30s
+  --service-cluster-ip-range "$SERVICE_CIDR" --node-monitor-grace-period 30s \
+  --horizontal-pod-autoscaler-sync-period 5s
 start kube-scheduler "${B[kube-scheduler]}" \
   --kubeconfig "$PKI/scheduler.kubeconfig" \
   --authentication-kubeconfig "$PKI/scheduler.kubeconfig" \

@@ -155,12 +155,13 @@ import_into_nodes() {
   done
 }
 
-# monitoring_images: builds (once) the monitoring stack's image archives into
+# monitoring_images: builds (once) the monitoring stack's image archives (and
+# metrics-server's) into
 # MON_ARCHIVES and their images.env lines into MON_ENV.
 monitoring_images() {
   local n
   MON_ARCHIVES=() MON_ENV=()
-  for n in prometheus prometheus-operator prometheus-config-reloader; do
+  for n in prometheus prometheus-operator prometheus-config-reloader metrics-server; do
     MON_ARCHIVES+=("$("$TOOL" "image-$n")")
     MON_ENV+=("$(tr a-z- A-Z_ <<<"$n")_IMAGE=$("$TOOL" "image-name-$n")")
   done
