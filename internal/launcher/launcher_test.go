@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -356,6 +357,55 @@ func TestLessItemMemoryKeepsWhatFits(t *testing.T) {
 	addr, stop, out = runWith(t, g, dir, withMemory(64))
 	g.Expect(count(addr)).To(BeNumerically(">=", fits*95/100), "as much as fits")
 	stopSaved(g, stop, out)
+}
+
+// TestSmallerMaxItemSizeDropsWhatNoLongerFits: a copy into a memcached
+// with a smaller -I keeps every item the new size allows and drops, and
+// counts, the ones it does not: memcached refuses them.
+func TestSmallerMaxItemSizeDropsWhatNoLongerFits(t *testing.T) {
+	g := NewWithT(t)
+	dir := tempDir(t, g)
+	withItemSize := func(size string) func(*Launcher) {
+		return func(l *Launcher) { l.Args = append(l.Args, "-I", size) }
+	}
+	addr, stop, out := runWith(t, g, dir, withItemSize("2m"))
+	keys(g, addr, 500, true)
+	large := strings.Repeat("L", 1536<<10)
+	for i := range 3 {
+		g.Expect(send(g, addr, fmt.Sprintf("set large-%d 0 0 %d\r\n%s\r\n", i, len(large), large), "STORED", "SERVER_ERROR")).
+			To(Equal("STORED\r\n"))
+	}
+	stopSaved(g, stop, out)
+
+	var log lockedBuffer
+	addr, stop, out = runWith(t, g, dir, func(l *Launcher) {
+		withItemSize("1m")(l)
+		l.Log = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	g.Expect(keys(g, addr, 500, false)).To(Equal(500), "every item that fits copied")
+	for i := range 3 {
+		g.Expect(send(g, addr, fmt.Sprintf("mg large-%d\r\n", i), "EN", "HD")).To(Equal("EN\r\n"), "too large for -I 1m")
+	}
+	g.Expect(log.String()).To(MatchRegexp(`msg="Copied the saved cache into a new memory file" copied=500 dropped=3 `))
+	stopSaved(g, stop, out)
+}
+
+// lockedBuffer is a log a launcher writes from its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestCopyStopsWhenTheVolumeIsFull: a copy takes no more than the room

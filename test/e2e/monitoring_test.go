@@ -373,9 +373,12 @@ spec:
 		}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
 		start := time.Now()
+		var fills []*corev1.Pod
 		for _, p := range fleetPodList(ctx, Default, ns, name) {
-			out := probeArgs(ctx, ns, "fill-"+p.Name, "fill", p.Status.PodIP+":11211", "40")
-			Expect(out).To(ContainSubstring("fill stored="))
+			fills = append(fills, startProbe(ctx, ns, "fill-"+p.Name, nil, "fill", p.Status.PodIP+":11211", "40"))
+		}
+		for _, f := range fills {
+			Expect(probeLog(ctx, f)).To(ContainSubstring("fill stored="))
 		}
 		Eventually(func(g Gomega) {
 			mc, err := getMemcached(ns, name)
@@ -417,7 +420,7 @@ spec:
 			mc, err := getMemcached(ns, name)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(mc.Spec).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
-		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 		mustRun(kubectl("delete", "hpa", name, "-n", ns))
 		mustRun(kubectl("delete", "memcached", name, "-n", ns, "--wait=false"))
 	})
