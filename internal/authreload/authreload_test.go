@@ -2,7 +2,6 @@ package authreload
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/example/memcached-operator/internal/exporter"
+	"github.com/example/memcached-operator/test/logbuf"
 )
 
 // TestMain makes the test binary a stand-in for memcached when asked: it
@@ -229,7 +228,7 @@ func TestRefusesAFileMemcachedWouldMisread(t *testing.T) {
 	proc := fakeProc(t, nil)
 	addProc(t, proc, 33, "memcached", "SigCgt:\t"+catchesHUP+"\n")
 	sent := make(chan int, 8)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	r := &Reloader{File: file, ProcDir: proc, Comm: "memcached", Signal: syscall.SIGHUP, Interval: 20 * time.Millisecond,
 		Log:  slog.New(slog.NewTextHandler(&logs, nil)),
 		kill: func(pid int, _ syscall.Signal) error { sent <- pid; return nil }}
@@ -241,24 +240,6 @@ func TestRefusesAFileMemcachedWouldMisread(t *testing.T) {
 	g.Consistently(sent, 200*time.Millisecond).ShouldNot(Receive(), "not reloaded")
 	swap(t, file, "a:2\n")
 	g.Eventually(sent).Should(Receive(Equal(33)), "a fixed file is")
-}
-
-// syncBuffer is a log sink safe to read while the reloader writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestMissingFileAtStartFails(t *testing.T) {

@@ -14,13 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/example/memcached-operator/test/logbuf"
 	"github.com/example/memcached-operator/test/memcachedbin"
 )
 
@@ -377,7 +377,7 @@ func TestSmallerMaxItemSizeDropsWhatNoLongerFits(t *testing.T) {
 	}
 	stopSaved(g, stop, out)
 
-	var log lockedBuffer
+	var log logbuf.Buffer
 	addr, stop, out = runWith(t, g, dir, func(l *Launcher) {
 		withItemSize("1m")(l)
 		l.Log = slog.New(slog.NewTextHandler(&log, nil))
@@ -388,24 +388,6 @@ func TestSmallerMaxItemSizeDropsWhatNoLongerFits(t *testing.T) {
 	}
 	g.Expect(log.String()).To(MatchRegexp(`msg="Copied the saved cache into a new memory file" copied=500 dropped=3 `))
 	stopSaved(g, stop, out)
-}
-
-// lockedBuffer is a log a launcher writes from its goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestCopyStopsWhenTheVolumeIsFull: a copy takes no more than the room
