@@ -112,10 +112,10 @@ E2E_PREBUILD ?=
 E2E_PREBUILD_EARLY ?=
 test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPolicy enforcement and an OCI registry, the monitoring stack built and installed beside the first suites, smoke, operator, availability, network-policy, OCI and cache suites, then the monitoring suite, then the lifecycle with Helm 4, cluster down (KEEP_CLUSTER=1 keeps it).
 	@mkdir -p _output && rm -f _output/e2e-prebuild.done _output/e2e-monitoring.rc
-	@$(if $(E2E_PREBUILD_EARLY),(nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
+	@$(if $(E2E_PREBUILD_EARLY),(hack/lowprio.sh 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD_EARLY) > _output/e2e-prebuild-early.log 2>&1 &),:)
 	@$(MAKE) --no-print-directory cluster-up NETPOL=1 REGISTRY=1 NODES=$(E2E_NODES)
-	@( nice -n 10 $(MAKE) --no-print-directory monitoring-up > _output/e2e-monitoring.log 2>&1; echo $$? > _output/e2e-monitoring.rc; \
-	  $(if $(E2E_PREBUILD),nice -n 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done,:) ) & bg=$$!; \
+	@( hack/lowprio.sh 10 $(MAKE) --no-print-directory monitoring-up > _output/e2e-monitoring.log 2>&1; echo $$? > _output/e2e-monitoring.rc; \
+	  $(if $(E2E_PREBUILD),hack/lowprio.sh 19 flock -o _output/e2e-prebuild.lock $(MAKE) --no-print-directory $(E2E_PREBUILD) > _output/e2e-prebuild.log 2>&1; touch _output/e2e-prebuild.done,:) ) & bg=$$!; \
 	  rc=0; $(MAKE) --no-print-directory e2e E2E_FLAGS='$(E2E_FLAGS) -ginkgo.label-filter=!monitoring' || rc=$$?; \
 	  start=$$SECONDS; while [ ! -e _output/e2e-monitoring.rc ]; do sleep 2; done; \
 	  echo "test-e2e: waited $$((SECONDS - start))s for the monitoring stack"; cat _output/e2e-monitoring.log; \
@@ -137,7 +137,7 @@ prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill t
 prebuild-tests: ## Compile every test binary, the e2e suite's too, with test's flags and run none (CI's E2E_PREBUILD_EARLY).
 	@mkdir -p _output
 	@# The e2e suite's first: its suites need it as soon as the cluster is up
-	@# (at nice 19 beside the component builds it may not be done by then).
+	@# (at the lowest priority beside the component builds it may not be done by then).
 	-go test -tags e2e ./test/e2e/ -count=1 -run '^$$' >/dev/null
 	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 

@@ -75,32 +75,6 @@ k8s_ldflags() {
 }
 
 go_k8s() { (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$OUT" "k8s.io/kubernetes/cmd/$1"); }
-K8S_BINARIES=" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl "
-# k8s_together NAME... builds the missing Kubernetes binaries among NAMEs in one
-# go build: they share most packages, and one binary's link then overlaps
-# another's compile instead of leaving a core idle.
-k8s_together() {
-  local dir="$STORE/kubernetes/$K8S_VERSION" n todo=()
-  for n; do [[ $K8S_BINARIES == *" $n "* ]] && ! built "$dir/$n" && todo+=("$n"); done
-  ((${#todo[@]} > 1)) || return 0
-  mkdir -p "$dir"
-  exec {lock}>"$STORE/.build.lock"
-  flock "$lock"
-  local pkgs=() names=() start=$SECONDS tmp rc=0
-  for n in "${todo[@]}"; do built "$dir/$n" || { names+=("$n"); pkgs+=("k8s.io/kubernetes/cmd/$n"); }; done
-  if ((${#names[@]})); then
-    log "building ${names[*]} together -> $dir (first time only)"
-    tmp=$(mktemp -d "$dir/.together.XXXXXX")
-    (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$tmp/" "${pkgs[@]}") || rc=$?
-    if ((rc == 0)); then
-      for n in "${names[@]}"; do mv -f "$tmp/$n" "$dir/$n"; done
-      log "built ${names[*]} in $((SECONDS - start))s"
-    fi
-    rm -rf "$tmp"
-  fi
-  exec {lock}>&-
-  return "$rc"
-}
 go_coredns() { (cd "$HERE/build/coredns" && go build -ldflags "-s -w" -o "$OUT" ./cmd/coredns); }
 # cert-manager's mains live in modules the proxy cannot serve; hack/build/cert-manager
 # has small mains over the cert-manager module's packages (CA and self-signed
@@ -301,7 +275,6 @@ path_of() {
     envtest)
       local d="$STORE/envtest/$K8S_VERSION"
       mkdir -p "$d"
-      k8s_together kube-apiserver kubectl
       for b in etcd kube-apiserver kubectl; do ln -sfn "$(path_of "$b")" "$d/$b"; done
       printf '%s\n' "$d"; return ;;
     *) log "unknown tool $name"; return 2 ;;
@@ -309,5 +282,4 @@ path_of() {
   printf '%s\n' "$d"
 }
 
-k8s_together "$@"
 for n in "$@"; do path_of "$n"; done
