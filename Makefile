@@ -15,9 +15,10 @@ SHELL := /usr/bin/env bash -o pipefail
 # images: they then share one build cache. -trimpath because the image is
 # built with it (Dockerfile); without it everywhere, the operator's whole
 # dependency tree was compiled twice in a cold CI run (once for the bench's
-# -trimpath build, once for everything else).
+# -trimpath build, once for everything else). No DWARF: every binary is
+# linked without it (-w) or only run, and the compiler does less work.
 export CGO_ENABLED := 0
-export GOFLAGS ?= -buildvcs=false -trimpath
+export GOFLAGS ?= -buildvcs=false -trimpath -gcflags=all=-dwarf=false
 
 STORE ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/memcached-operator
 export STORE
@@ -52,27 +53,31 @@ fmt: ## Run gofmt on the code.
 	gofmt -s -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
-	go vet ./...
+vet: ## Run go vet (the e2e suite's files included).
+	go vet -tags e2e ./...
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
+# VERIFY_LINT: what verify lints with: lint (golangci-lint, go vet's
+# analyzers included) or vet (go vet alone). CI runs vet: golangci-lint is
+# built from source, and a cold run has no time for it.
+VERIFY_LINT ?= lint
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale, code is unformatted, golangci-lint (go vet's analyzers included) complains, or the chart README is stale.
+verify: manifests generate ## Fail when generated files are stale, code is unformatted, the linter complains (VERIFY_LINT: lint, golangci-lint; vet, go vet), or the chart README is stale.
 	@git diff --exit-code -- apis $(CHART)/crds $(CHART)/generated || { echo 'generated files are stale: run make manifests generate and commit'; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- apis $(CHART)/crds $(CHART)/generated); [ -z "$$untracked" ] || { echo "generated files not committed: $$untracked"; exit 1; }
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed: $$out"; exit 1; }
 	@# golangci-lint runs go vet's analyzers (govet): a separate go vet
 	@# would analyse every package and its dependencies a second time.
-	$(MAKE) lint verify-chart
+	$(MAKE) $(VERIFY_LINT) verify-chart
 
 ##@ Test
 
 .PHONY: test
 test: manifests generate envtest helm-lint promtool ## Unit tests, envtest suites (real etcd + kube-apiserver, real TLS admission), chart render/lint/dry-run tests, promtool rule tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PROMTOOL="$(PROMTOOL)" go test ./... -count=1 -v -coverprofile cover.out $(GO_TEST_FLAGS)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PROMTOOL="$(PROMTOOL)" go test ./... -count=1 -timeout 30m -v -coverprofile cover.out $(GO_TEST_FLAGS)
 
 FUZZTIME ?= 60s
 .PHONY: fuzz
@@ -125,21 +130,27 @@ test-e2e: ## Real-cluster tier: cluster of E2E_NODES (3) nodes up with NetworkPo
 	  if [ -z "$(KEEP_CLUSTER)" ]; then $(MAKE) --no-print-directory cluster-down; fi; \
 	  start=$$SECONDS; wait $$bg; $(if $(E2E_PREBUILD),echo "test-e2e: waited $$((SECONDS - start))s for E2E_PREBUILD to end";) exit $$rc
 
+# Commands that only build (hack/tool.sh's too) run with this GOGC: the
+# compiler and linker collect garbage less often, for memory a build
+# machine has to spare. Tests run with the default.
+BUILD_GOGC ?= 400
+
 # What verify and test would otherwise build cold: their tools, and the Go
 # and golangci-lint caches of lint and every test binary (compiled with
 # test's flags, none run). Nothing is judged here; verify and test judge.
 .PHONY: prebuild-checks
 prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill their build caches without running a check (CI's E2E_PREBUILD).
-	$(TOOL) helm4 controller-gen golangci-lint helm-docs helm promtool envtest >/dev/null
-	-$$($(TOOL) golangci-lint) run ./... >/dev/null
+	$(TOOL) helm4 controller-gen helm-docs helm promtool envtest >/dev/null
+	GOGC=$(BUILD_GOGC) GOOS=linux GOARCH=arm64 go build ./cmd/...
+	$(if $(filter lint,$(VERIFY_LINT)),-GOGC=$(BUILD_GOGC) $$($(TOOL) golangci-lint) run ./... >/dev/null,-go vet -tags e2e ./... >/dev/null)
 
 .PHONY: prebuild-tests
 prebuild-tests: ## Compile every test binary, the e2e suite's too, with test's flags and run none (CI's E2E_PREBUILD_EARLY).
 	@mkdir -p _output
 	@# The e2e suite's first: its suites need it as soon as the cluster is up
 	@# (at the lowest priority beside the component builds it may not be done by then).
-	-go test -tags e2e ./test/e2e/ -count=1 -run '^$$' >/dev/null
-	-go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
+	-GOGC=$(BUILD_GOGC) go test -tags e2e ./test/e2e/ -count=1 -run '^$$' >/dev/null
+	-GOGC=$(BUILD_GOGC) go test ./... -count=1 -coverprofile=_output/prebuild-cover.out -run '^$$' >/dev/null
 
 .PHONY: e2e
 e2e: ## Run the e2e suites against the running testbed cluster (E2E_HELM=helm4: with Helm 4; E2E_FLAGS: Ginkgo flags).
@@ -155,6 +166,13 @@ build: ## Build the operator binaries into bin/.
 .PHONY: run
 run: manifests generate ## Run the operator against the current kubeconfig's cluster, webhooks off (the seed's `make install run`).
 	go run ./cmd/memcached-operator --enable-webhooks=false --leader-elect=false --metrics-bind-address=0 $(ARGS)
+
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_ARCHIVE ?= _output/image/memcached-operator.tar
+.PHONY: image
+image: ## Build the operator image for IMAGE_PLATFORMS (linux/amd64 linux/arm64) as one OCI image index in IMAGE_ARCHIVE, without a container engine.
+	@mkdir -p $(dir $(IMAGE_ARCHIVE))
+	IMG=$(IMG) IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" hack/image.sh $(IMAGE_ARCHIVE)
 
 .PHONY: docker-build
 docker-build: ## Build the operator image with a container engine (not available on the testbed machines).

@@ -31,11 +31,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$HERE/versions.env"
 STORE=${STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/memcached-operator}
-# One cgo setting and -trimpath everywhere (as the Makefile): tests, host
-# binaries and image binaries then share a single build cache instead of
-# compiling Kubernetes twice.
+# One cgo setting and the Makefile's build flags: tests, host binaries and
+# image binaries then share a single build cache instead of compiling
+# Kubernetes twice.
 export CGO_ENABLED=0
-export GOFLAGS=${GOFLAGS:--buildvcs=false -trimpath}
+export GOFLAGS=${GOFLAGS:--buildvcs=false -trimpath -gcflags=all=-dwarf=false}
+# This script only builds: the compiler and linker collect garbage less
+# often, for memory a build machine has to spare.
+export GOGC=${GOGC:-400}
 
 log() { printf '[tool] %s\n' "$*" >&2; }
 

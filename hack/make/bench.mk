@@ -59,7 +59,7 @@ bench-binaries: ## Build (once, into $(STORE)) the bench's components, link them
 	@mkdir -p $(BENCH_DIR)/bin
 	@for t in $(BENCH_TOOLS); do ln -sfn "$$($(TOOL) $$t)" $(BENCH_DIR)/bin/$$t; done
 	@# One build at a time here: test-e2e's E2E_PREBUILD may still be running this.
-	flock $(BENCH_DIR)/.build.lock sh -c 'go build -trimpath -ldflags "-s -w" -o $(BENCH_DIR)/bin/memcached-operator.tmp ./cmd/memcached-operator && \
+	GOGC=$(BUILD_GOGC) flock $(BENCH_DIR)/.build.lock sh -c 'go build -trimpath -ldflags "-s -w" -o $(BENCH_DIR)/bin/memcached-operator.tmp ./cmd/memcached-operator && \
 	  mv -f $(BENCH_DIR)/bin/memcached-operator.tmp $(BENCH_DIR)/bin/memcached-operator && \
 	  go build -o $(BENCH_BIN).tmp ./test/bench && mv -f $(BENCH_BIN).tmp $(BENCH_BIN)'
 

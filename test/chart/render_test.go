@@ -1051,3 +1051,22 @@ func TestRendersAreStable(t *testing.T) {
 	g.Expect(manifest("default")).To(Equal(manifest("default")))
 	g.Expect(manifest("no-cert-manager-helm")).NotTo(Equal(manifest("no-cert-manager-helm")), "helm mode mints a CA at every offline render")
 }
+
+// TestNoArchitectureConstraint: the operator's image is built for amd64 and
+// arm64 (make image), so nothing the chart renders, in any values set, ties
+// its pods to one architecture through a node selector or affinity.
+func TestNoArchitectureConstraint(t *testing.T) {
+	for _, set := range allSets {
+		t.Run(set, func(t *testing.T) {
+			for _, o := range render(t, valuesSet(t, set)) {
+				raw, err := o.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(raw), "kubernetes.io/arch") {
+					t.Errorf("%s %s is constrained to an architecture: %s", o.GetKind(), o.GetName(), raw)
+				}
+			}
+		})
+	}
+}

@@ -2,8 +2,9 @@
 # images.sh — the testbed's OCI image archives and $TB_DIR/images.env.
 # pause, memcached and cert-manager's images are built once into the store
 # (hack/tool.sh image-*); the operator image is rebuilt every run from
-# whatever ./cmd/... holds: a non-root base (UID 65532) with each static
-# binary at /<name>, entrypoint /memcached-operator.
+# whatever ./cmd/... holds, by hack/image.sh (`make image`) for this
+# machine's platform: a non-root base (UID 65532) with each static binary at
+# /<name>, entrypoint /memcached-operator.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -11,6 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$REPO/hack/versions.env"
 IMG=${IMG:-example.com/memcached-operator:0.1.0}
 export CGO_ENABLED=0
+export GOGC=${GOGC:-400} # builds only, as hack/tool.sh
 
 mkdir -p "$BIN" "$TB_DIR/images"
 # tbctl itself (PKI, port forward, image writer) for cluster-up.sh.
@@ -37,13 +39,9 @@ archives+=("$TB_DIR/images/probe.tar")
 
 op_archive=""
 if compgen -G "$REPO/cmd/*/*.go" >/dev/null; then
-  out=$TB_DIR/operator-rootfs
-  rm -rf "$out" && mkdir -p "$out"
-  (cd "$REPO" && go build -ldflags "-s -w" -o "$out/" ./cmd/...)
-  [[ -x $out/memcached-operator ]] || die "./cmd/... built no memcached-operator binary"
+  # `make image`'s builder, for this machine's platform only.
   op_archive=$TB_DIR/images/operator.tar
-  "$BIN/tbctl" image -out "$op_archive" -name "$IMG" -nonroot-base -user 65532:65532 \
-    -from-dir "$out:/" -entrypoint /memcached-operator
+  IMG=$IMG IMAGE_PLATFORMS="linux/$(go env GOARCH)" "$REPO/hack/image.sh" "$op_archive"
   archives+=("$op_archive")
 else
   log "no ./cmd/*: operator image skipped"

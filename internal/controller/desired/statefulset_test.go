@@ -1,6 +1,7 @@
 package desired_test
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -206,3 +207,37 @@ func TestWarmWarningsMatchTheTemplate(t *testing.T) {
 // warmTemplateHash is the template hash of fleettest's warm fleet, as written
 // by the operator since warm restarts shipped.
 const warmTemplateHash = "a1cc2b41b01b547c"
+
+// TestNoArchitectureConstraint: the operator's images are built for amd64
+// and arm64 (make image), so a fleet's pods, under either workload, are tied
+// to an architecture only when the spec asks for it, whatever else it says.
+func TestNoArchitectureConstraint(t *testing.T) {
+	g := NewWithT(t)
+	r := rand.New(rand.NewPCG(30, 1))
+	cfg := policy.Config{DefaultImage: "memcached:test", ExporterImage: "operator:test"}
+	built := 0
+	for tries := 0; tries < 5000 && built < 300; tries++ {
+		mc := specgen.Random(r, 160)
+		mc.Name, mc.Namespace = "cache", "ns"
+		policy.Default(&mc.Spec, cfg)
+		if errs, _ := policy.ValidateCreate(mc, policy.Limits{MaxSize: 1000}); len(errs) > 0 {
+			continue
+		}
+		spec := policy.Resolve(&mc.Spec, cfg)
+		if len(policy.ValidateResolved(spec)) > 0 {
+			continue
+		}
+		asked, err := json.Marshal(mc.Spec)
+		g.Expect(err).NotTo(HaveOccurred())
+		if strings.Contains(string(asked), "kubernetes.io/arch") {
+			continue
+		}
+		for _, w := range []any{desired.Deployment(mc, spec), desired.StatefulSet(mc, spec)} {
+			raw, err := json.Marshal(w)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(raw)).NotTo(ContainSubstring("kubernetes.io/arch"), "for %+v", mc.Spec)
+		}
+		built++
+	}
+	g.Expect(built).To(BeNumerically(">=", 300), "too few valid specs drawn")
+}

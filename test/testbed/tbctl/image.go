@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,16 +35,20 @@ var epoch = time.Unix(0, 0).UTC()
 
 // runImage builds a single-layer OCI image from host files and writes it as an
 // OCI image archive (oci-layout, index.json, blobs) whose index carries the
-// io.containerd.image.name annotation, so `ctr images import` names it.
+// io.containerd.image.name annotation, so `ctr images import` names it. With
+// two -arch or more, the archive holds one image per architecture under one
+// image index (a multi-platform image); with one, a single image of that
+// architecture; without, a single linux/amd64 image.
 func runImage(args []string) error {
 	fset := flag.NewFlagSet("image", flag.ExitOnError)
 	out := fset.String("out", "", "archive to write")
 	ref := fset.String("name", "", "image reference, e.g. localhost/pause:3.10")
 	user := fset.String("user", "", "numeric user:group the image runs as")
 	nonroot := fset.Bool("nonroot-base", false, "add /etc/passwd and /etc/group with nonroot (65532) and a world-writable /tmp")
-	var files, dirs, entrypoint, env multi
+	var files, dirs, archDirs, entrypoint, env multi
 	fset.Var(&files, "file", "HOST[:IMAGE] file to add (IMAGE defaults to HOST; symlinks are resolved); repeatable")
 	fset.Var(&dirs, "from-dir", "HOST:IMAGE every regular file of a host folder, non-recursively; repeatable")
+	fset.Var(&archDirs, "arch", "ARCH=HOST:IMAGE a linux/ARCH image with the files of -file, -from-dir and this folder; repeatable: two or more make one image per ARCH under an image index")
 	fset.Var(&entrypoint, "entrypoint", "entrypoint word; repeatable")
 	fset.Var(&env, "env", "KEY=VALUE; repeatable")
 	_ = fset.Parse(args)
@@ -55,70 +60,28 @@ func runImage(args []string) error {
 		return fmt.Errorf("image name %q: %w", *ref, err)
 	}
 
-	entries := map[string]entry{}
+	common := map[string]entry{}
 	for _, f := range files {
 		host, img, ok := strings.Cut(f, ":")
 		if !ok {
 			img = host
 		}
-		if err := addFile(entries, host, img); err != nil {
+		if err := addFile(common, host, img); err != nil {
 			return err
 		}
 	}
 	for _, d := range dirs {
-		host, img, ok := strings.Cut(d, ":")
-		if !ok {
-			return fmt.Errorf("-from-dir %q: want HOST:IMAGE", d)
-		}
-		des, err := os.ReadDir(host)
-		if err != nil {
+		if err := addDir(common, d); err != nil {
 			return err
-		}
-		for _, de := range des {
-			if de.Type().IsRegular() {
-				if err := addFile(entries, filepath.Join(host, de.Name()), filepath.Join(img, de.Name())); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	if *nonroot {
-		entries["etc/passwd"] = entry{data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), mode: 0o644}
-		entries["etc/group"] = entry{data: []byte("root:x:0:\nnonroot:x:65532:\n"), mode: 0o644}
-		entries["tmp"] = entry{dir: true, mode: 0o1777}
-		entries["home/nonroot"] = entry{dir: true, mode: 0o700, uid: 65532}
+		common["etc/passwd"] = entry{data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), mode: 0o644}
+		common["etc/group"] = entry{data: []byte("root:x:0:\nnonroot:x:65532:\n"), mode: 0o644}
+		common["tmp"] = entry{dir: true, mode: 0o1777}
+		common["home/nonroot"] = entry{dir: true, mode: 0o700, uid: 65532}
 	}
-	layerTar, err := tarOf(entries)
-	if err != nil {
-		return err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return err
-	}
-
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.AppendLayers(img, layer)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = entrypoint
-	cf.Config.User = *user
-	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		return err
-	}
+	cfg := imageConfig{entrypoint: entrypoint, user: *user, env: env}
 
 	dir, err := os.MkdirTemp(filepath.Dir(*out), ".oci-layout-")
 	if err != nil {
@@ -129,13 +92,34 @@ func runImage(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img,
-		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}),
-		layout.WithAnnotations(map[string]string{
-			"io.containerd.image.name":          tag.Name(),
-			"org.opencontainers.image.ref.name": tag.TagStr(),
-		})); err != nil {
-		return err
+	named := layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          tag.Name(),
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+	})
+	if len(archDirs) <= 1 {
+		arch := "amd64"
+		if len(archDirs) == 1 {
+			var d string
+			arch, d, _ = strings.Cut(archDirs[0], "=")
+			if err := addDir(common, d); err != nil {
+				return err
+			}
+		}
+		img, err := buildImage(common, arch, cfg)
+		if err != nil {
+			return err
+		}
+		if err := p.AppendImage(img, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: arch}), named); err != nil {
+			return err
+		}
+	} else {
+		idx, err := buildIndex(common, archDirs, cfg)
+		if err != nil {
+			return err
+		}
+		if err := p.AppendIndex(idx, named); err != nil {
+			return err
+		}
 	}
 	// The archive is the layout folder as a tar, the form ctr imports.
 	tmp := *out + ".tmp"
@@ -143,6 +127,93 @@ func runImage(args []string) error {
 		return err
 	}
 	return os.Rename(tmp, *out)
+}
+
+type imageConfig struct {
+	entrypoint []string
+	user       string
+	env        []string
+}
+
+// buildIndex makes one image per -arch ARCH=HOST:IMAGE, each with the common
+// files, under an OCI image index that names each one's platform.
+func buildIndex(common map[string]entry, archDirs []string, cfg imageConfig) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	seen := map[string]bool{}
+	for _, a := range archDirs {
+		arch, d, ok := strings.Cut(a, "=")
+		if !ok || arch == "" {
+			return nil, fmt.Errorf("-arch %q: want ARCH=HOST:IMAGE", a)
+		}
+		if seen[arch] {
+			return nil, fmt.Errorf("-arch %s given twice", arch)
+		}
+		seen[arch] = true
+		entries := maps.Clone(common)
+		if err := addDir(entries, d); err != nil {
+			return nil, err
+		}
+		img, err := buildImage(entries, arch, cfg)
+		if err != nil {
+			return nil, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	return idx, nil
+}
+
+// buildImage makes a linux/arch image of one layer holding entries.
+func buildImage(entries map[string]entry, arch string, cfg imageConfig) (v1.Image, error) {
+	layerTar, err := tarOf(entries)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.AppendLayers(img, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Entrypoint = cfg.entrypoint
+	cf.Config.User = cfg.user
+	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, cfg.env...)
+	return mutate.ConfigFile(img, cf)
+}
+
+// addDir adds every regular file of a host folder (HOST:IMAGE), non-recursively.
+func addDir(entries map[string]entry, spec string) error {
+	host, img, ok := strings.Cut(spec, ":")
+	if !ok {
+		return fmt.Errorf("folder %q: want HOST:IMAGE", spec)
+	}
+	des, err := os.ReadDir(host)
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if de.Type().IsRegular() {
+			if err := addFile(entries, filepath.Join(host, de.Name()), filepath.Join(img, de.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 type entry struct {
