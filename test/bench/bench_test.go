@@ -215,7 +215,8 @@ func TestRSSNoteGivesTheFloorAndTheColdStart(t *testing.T) {
 	g := NewWithT(t)
 	var r results
 	r.Config.N, r.Config.Size, r.Config.ResizeTo = 1000, 3, 5
-	r.Operator = &pairResult{N: 1000, Converge: &phaseResult{Fleets: 1000, Converged: 1000, PeakRSSMiB: 120}}
+	r.Operator = &pairResult{N: 1000, Converge: &phaseResult{Fleets: 1000, Converged: 1000, PeakRSSMiB: 120},
+		Resize: &phaseResult{Fleets: 1000, Converged: 1000, PeakRSSMiB: 130}}
 	r.OperatorProcess = &procStats{RSSMiB: 117, RSSAnonMiB: 89, RSSFileMiB: 28}
 	r.OperatorProcessAtStart = &procStats{RSSMiB: 40, RSSAnonMiB: 14, RSSFileMiB: 26}
 	r.Restart = &restartResult{PeakRSSMiB: 157, RSSAnonMiB: 100, RSSFileMiB: 28}
@@ -225,6 +226,9 @@ func TestRSSNoteGivesTheFloorAndTheColdStart(t *testing.T) {
 		HaveField("Note", And(
 			ContainSubstring("at 0 fleets: 40.0 MiB = 14.0 anonymous + 26.0 file, so 76.8 KiB anonymous a fleet"),
 			ContainSubstring("cold start with 5000 pods (restart): peak 157.0 MiB"))))))
+	g.Expect(r.Targets).To(ContainElement(And(
+		HaveField("Name", "restart peak RSS / running peak with 5000 pods"), HaveField("Value", "1.21 (157.0 / 130.0 MiB)"),
+		HaveField("Met", HaveValue(BeTrue())))))
 }
 
 // The QPS sweep gets its curve and its column; "no limit" is said, not 0.
