@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/example/memcached-operator/test/repo"
+	"github.com/example/memcached-operator/test/tarfile"
 )
 
 const ref = "example.com/memcached-operator:image-test"
@@ -44,16 +45,15 @@ func TestOperatorImageIndex(t *testing.T) {
 		t.Fatalf("hack/image.sh: %v\n%s", err, out)
 	}
 	layoutDir := filepath.Join(dir, "layout")
-	untar(t, archive, layoutDir)
+	if err := tarfile.Extract(archive, layoutDir); err != nil {
+		t.Fatal(err)
+	}
 
 	top, err := layout.ImageIndexFromPath(layoutDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := top.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := manifestOf(t, top)
 	if len(tm.Manifests) != 1 {
 		t.Fatalf("index.json lists %d entries, want the image index alone", len(tm.Manifests))
 	}
@@ -68,10 +68,7 @@ func TestOperatorImageIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	im := manifestOf(t, idx)
 
 	commands := commandNames(t, root)
 	var platforms []string
@@ -81,14 +78,7 @@ func TestOperatorImageIndex(t *testing.T) {
 		}
 		p := m.Platform
 		platforms = append(platforms, p.OS+"/"+p.Architecture)
-		img, err := idx.Image(m.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
+		img, cf := imageOf(t, idx, m.Digest)
 		if cf.OS != p.OS || cf.Architecture != p.Architecture {
 			t.Errorf("%s: the image's config says %s/%s", p.Architecture, cf.OS, cf.Architecture)
 		}
@@ -117,6 +107,29 @@ func TestOperatorImageIndex(t *testing.T) {
 	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
 		t.Fatalf("the index holds %v, want linux/amd64 and linux/arm64", platforms)
 	}
+}
+
+func manifestOf(t *testing.T, idx v1.ImageIndex) *v1.IndexManifest {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// imageOf is the image of the index with that digest, and its config.
+func imageOf(t *testing.T, idx v1.ImageIndex, digest v1.Hash) (v1.Image, *v1.ConfigFile) {
+	t.Helper()
+	img, err := idx.Image(digest)
+	if err == nil {
+		var cf *v1.ConfigFile
+		if cf, err = img.ConfigFile(); err == nil {
+			return img, cf
+		}
+	}
+	t.Fatal(err)
+	return nil, nil
 }
 
 // commandNames are the binaries ./cmd builds: one per folder.
@@ -182,64 +195,18 @@ func layerFiles(t *testing.T, img v1.Image) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
+		err = tarfile.Walk(rc, func(h *tar.Header, content io.Reader) error {
+			if h.Typeflag != tar.TypeReg {
+				return nil
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Typeflag == tar.TypeReg {
-				b, err := io.ReadAll(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				files[strings.TrimPrefix(h.Name, "/")] = b
-			}
-		}
+			b, err := io.ReadAll(content)
+			files[strings.TrimPrefix(h.Name, "/")] = b
+			return err
+		})
 		_ = rc.Close()
-	}
-	return files
-}
-
-func untar(t *testing.T, archive, dir string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if !strings.HasPrefix(p, filepath.Clean(dir)+string(os.PathSeparator)) {
-			t.Fatalf("archive entry %q leaves the folder", h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
+	return files
 }

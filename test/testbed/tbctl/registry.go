@@ -30,6 +30,8 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/example/memcached-operator/test/tarfile"
 )
 
 // originLabel marks an image that tbctl push wrote to the testbed registry.
@@ -167,7 +169,7 @@ func push(archive, ref, caFile, user, password string) (string, error) {
 // archiveImage reads the only image of an OCI image archive, extracted into
 // dir (its blobs are read lazily: dir must outlive the image's use).
 func archiveImage(archive, dir string) (v1.Image, error) {
-	if err := untar(archive, dir); err != nil {
+	if err := tarfile.Extract(archive, dir); err != nil {
 		return nil, err
 	}
 	p, err := layout.FromPath(dir)
@@ -242,21 +244,15 @@ func withMarker(l v1.Layer) ([]byte, error) {
 	defer func() { _ = rc.Close() }()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = tarfile.Walk(rc, func(h *tar.Header, content io.Reader) error {
 		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return nil, err
-		}
+		_, err := io.Copy(tw, content)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	body := []byte("pushed to the testbed registry by tbctl push\n")
 	if err := tw.WriteHeader(&tar.Header{Name: originMarker, Typeflag: tar.TypeReg, Mode: 0o644,
@@ -299,45 +295,4 @@ func tlsTransport(caFile string) (http.RoundTripper, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return tr, nil
-}
-
-// untar extracts the folders and regular files of a tar into dir.
-func untar(archive, dir string) error {
-	f, err := os.Open(archive)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(w, tr); err != nil {
-				_ = w.Close()
-				return err
-			}
-			if err := w.Close(); err != nil {
-				return err
-			}
-		}
-	}
 }
