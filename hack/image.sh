@@ -10,8 +10,8 @@
 #                    one makes a single image (the testbed's, which its
 #                    nodes import and its registry serves)
 #
-# `ctr images import ARCHIVE` loads it; `tbctl push` or any OCI tool copies it
-# to a registry.
+# `ctr images import ARCHIVE` loads it; an OCI tool (skopeo, crane, oras)
+# copies it to a registry (tbctl push takes single-platform archives only).
 set -euo pipefail
 out=$(realpath -m "${1:?usage: hack/image.sh ARCHIVE}")
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

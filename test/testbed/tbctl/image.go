@@ -100,7 +100,10 @@ func runImage(args []string) error {
 		arch := "amd64"
 		if len(archDirs) == 1 {
 			var d string
-			arch, d, _ = strings.Cut(archDirs[0], "=")
+			var ok bool
+			if arch, d, ok = strings.Cut(archDirs[0], "="); !ok || arch == "" {
+				return fmt.Errorf("-arch %q: want ARCH=HOST:IMAGE", archDirs[0])
+			}
 			if err := addDir(common, d); err != nil {
 				return err
 			}
