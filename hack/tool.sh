@@ -40,7 +40,7 @@ export GOFLAGS=${GOFLAGS:--buildvcs=false -trimpath -gcflags=all=-dwarf=false}
 # often, for memory a build machine has to spare.
 export GOGC=${GOGC:-400}
 
-log() { printf '[tool] %s\n' "$*" >&2; }
+log() { printf '[tool %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # built DEST: a binary is built when executable, an image archive (never
 # executable) when not empty; moved into place whole, so either is complete.
