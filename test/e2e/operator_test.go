@@ -23,6 +23,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,7 +40,7 @@ const (
 	wait              = 3 * time.Minute
 )
 
-// memcachedView is the part of a Memcached the suite reads through kubectl's JSON.
+// memcachedView is the part of a Memcached the suite reads from its JSON.
 type memcachedView struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     map[string]any    `json:"spec"`
@@ -50,13 +52,21 @@ type memcachedView struct {
 	} `json:"status"`
 }
 
+// getMemcached reads a fleet through the API client rather than kubectl:
+// most specs poll it every second, and a kubectl process a poll took the
+// CPU of the cluster under test.
 func getMemcached(ns, name string) (*memcachedView, error) {
-	out, err := kubectl("get", "memcached", name, "-n", ns, "-o", "json")
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"})
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, err
 	}
 	v := &memcachedView{}
-	return v, json.Unmarshal([]byte(out), v)
+	return v, json.Unmarshal(raw, v)
 }
 
 // podNames are the running, not terminating, pods of a fleet, sorted.
