@@ -87,4 +87,4 @@ cluster-down: ## Stop the testbed cluster and remove everything it left (safe tw
 .PHONY: test-cluster-smoke
 test-cluster-smoke: ## Smoke test of the running testbed (pods, Services, DNS from every node, memcached, cert-manager).
 	KUBECONFIG=$(TESTBED_KUBECONFIG) TESTBED_DIR=$(TESTBED_DIR) \
-	  go test -tags e2e ./test/e2e/ -count=1 -timeout 15m -v -args -ginkgo.label-filter=cluster-smoke -ginkgo.v
+	  go test -tags e2e ./test/e2e/ -count=1 -vet=$(TEST_VET) -timeout 15m -v -args -ginkgo.label-filter=cluster-smoke -ginkgo.v
