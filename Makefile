@@ -144,7 +144,9 @@ BUILD_GOGC ?= 400
 # and golangci-lint caches of lint and every test binary (compiled with
 # test's flags, none run). Nothing is judged here; verify and test judge.
 .PHONY: prebuild-checks
-prebuild-checks: prebuild-tests ## Build the tools of verify and test and fill their build caches without running a check (CI's E2E_PREBUILD).
+prebuild-checks: ## Build the tools of verify and test and fill their build caches without running a check (CI's E2E_PREBUILD; the test binaries are prebuild-tests').
+	@# prebuild-tests is no prerequisite: CI starts it earlier (E2E_PREBUILD_EARLY),
+	@# and make would run it again here, linking every test binary a second time.
 	$(TOOL) helm4 controller-gen helm-docs helm promtool envtest >/dev/null
 	GOGC=$(BUILD_GOGC) GOOS=linux GOARCH=arm64 go build ./cmd/...
 	$(if $(filter lint,$(VERIFY_LINT)),-GOGC=$(BUILD_GOGC) $$($(TOOL) golangci-lint) run ./... >/dev/null,-go vet -tags e2e ./... >/dev/null)
