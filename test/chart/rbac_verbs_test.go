@@ -141,9 +141,10 @@ var unobservable = map[string]string{
 	"events.k8s.io events patch": "event series",
 }
 
-// verbWait bounds each wait for a request to be seen: a reconcile is quick,
-// but `make test` runs every package's suite at once on two cores.
-const verbWait = 15 * time.Second
+// verbWait bounds each wait for a request, or a policy's parameters, to be
+// seen: a reconcile is quick, but `make test` runs every package's suite at
+// once on two cores, beside CI's e2e suites.
+const verbWait = time.Minute
 
 var _ = Describe("The operator's RBAC rules", func() {
 	It("are exactly the verbs the operator sends, observed over a fleet's lifecycle", func(ctx SpecContext) {
