@@ -77,7 +77,7 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 
 # TEST_VET: the go vet checks go test runs first (go test's -vet). Off:
 # make verify runs go vet with every check, and go test's smaller set would
-# analyse every dependency a second time (about 150 CPU seconds cold).
+# analyse every dependency a second time.
 TEST_VET ?= off
 
 .PHONY: test
