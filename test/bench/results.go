@@ -60,6 +60,9 @@ type results struct {
 	// OperatorProcessAtStart is the main operator before its converge: its
 	// caches synced and empty, the floor the fleets add to.
 	OperatorProcessAtStart *procStats `json:"operatorProcessAtStart,omitempty"`
+	// CacheCost is what the operator's cache holds a fleet once converged,
+	// kind by kind (cacheCost).
+	CacheCost []kindCost `json:"cacheCost,omitempty"`
 }
 
 func newResults(f runFlags, s *clusterState) *results {
@@ -245,6 +248,9 @@ func (r *results) evaluate() {
 			Note: fmt.Sprintf("%.2f with events; reference %s", op.WritesPerFleet, refWrites(r.Reference, true))})
 		add(target{Name: "peak RSS " + atN + fmt.Sprintf(" (%d pods)", r.Config.N*r.Config.Size), Value: fmt.Sprintf("%.1f MiB", op.PeakRSSMiB),
 			Limit: "≤ 80 MiB at N=1000", Met: timing(op.PeakRSSMiB <= 80), Note: r.rssNote()})
+		if len(r.CacheCost) > 0 {
+			add(target{Name: "cached objects a fleet, decoded and trimmed, by kind", Value: cacheCostNote(r.CacheCost), Limit: "reported"})
+		}
 		if p := r.OperatorProcess; p != nil && p.Memcg != nil {
 			m := p.Memcg
 			add(target{Name: fmt.Sprintf("under a %.0f MiB memory limit (cgroup)", m.LimitMiB), Limit: "reported",

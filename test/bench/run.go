@@ -464,6 +464,11 @@ func (b *bench) operatorConverge(ctx context.Context, ns string, n, workers int,
 			b.res.OperatorProcess = &st
 		}
 		b.heapProfile(ctx, "converged-heap.pprof")
+		if costs, cerr := b.cacheCost(ctx, ns, n); cerr != nil {
+			logf("cache cost: %v", cerr)
+		} else {
+			b.res.CacheCost = costs
+		}
 	} else {
 		b.sweepOp = p
 	}
