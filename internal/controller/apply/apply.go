@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sync"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,10 +17,12 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
-// Applier writes a fleet's owned objects. It remembers, for each object,
-// that the fields it owns were verified to hold what was desired (the
-// ledger), and which fleets it gave an optional object; Forget drops both
-// when the fleet is gone.
+// FieldOwner is the server-side apply field manager of every object the
+// operator writes; one fixed name lets it take back fields others changed.
+const FieldOwner = "memcached-operator"
+
+// Applier writes a fleet's owned objects. It remembers which fleets it gave
+// an optional object; Forget drops that when the fleet is gone.
 type Applier struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
@@ -29,7 +30,6 @@ type Applier struct {
 	// cache miss before an object is created. Defaults to Client.
 	APIReader client.Reader
 
-	applied appliedLedger
 	// gave holds the fleets this process gave an optional object
 	// (optionalKey → struct{}).
 	gave sync.Map
@@ -44,7 +44,6 @@ func (a *Applier) apiReader() client.Reader {
 
 // Forget drops everything remembered of the fleet's objects.
 func (a *Applier) Forget(fleet types.NamespacedName) {
-	a.applied.forget(fleet)
 	for _, kind := range optionalKinds {
 		a.gave.Delete(optionalKey{kind, fleet})
 	}
@@ -53,11 +52,6 @@ func (a *Applier) Forget(fleet types.NamespacedName) {
 // Remembers names what is remembered of the fleet's objects, for tests.
 func (a *Applier) Remembers(fleet types.NamespacedName) []string {
 	var out []string
-	for _, kind := range ledgerKinds {
-		if _, ok := a.applied.m.Load(ledgerKey{kind, fleet}); ok {
-			out = append(out, "applied "+kind)
-		}
-	}
 	for _, kind := range optionalKinds {
 		if _, ok := a.gave.Load(optionalKey{kind, fleet}); ok {
 			out = append(out, "gave "+kind)
@@ -70,9 +64,9 @@ func (a *Applier) Remembers(fleet types.NamespacedName) []string {
 // owns on the live object already hold exactly those values. Comparing the
 // extracted fields, not the whole object, skips the request when nothing
 // drifted while still catching an edit by anyone else: such an edit moves
-// ownership of the field away from us, so it no longer extracts equal. The
-// same fact lets the Applier's ledger skip the extraction itself
-// while our managed-fields entry has not moved since one compared equal.
+// ownership of the field away from us, so it no longer extracts equal. An
+// object from the operator's cache was extracted as it entered the cache
+// (KeepApplied); extract serves one read whole.
 //
 // An object of that name that mc does not control is never touched: the
 // result is a NameConflict. The cache only holds objects with the operator's
@@ -124,21 +118,15 @@ func IfChanged[O client.Object, A interface {
 	case !metav1.IsControlledBy(live, mc):
 		return false, NameConflict(kind, live)
 	default:
-		want, err := desiredDigest(desired)
+		want, err := digestOf(desired)
 		if err != nil {
 			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
 		}
-		if a.applied.holds(kind, live, want) {
-			applyRequests.WithLabelValues(kind, applySkipped).Inc()
-			return false, nil
-		}
-		extractions.WithLabelValues(kind).Inc()
-		current, err := extract(live, FieldOwner)
+		have, err := appliedDigest(kind, live, extract)
 		if err != nil {
 			return false, fmt.Errorf("extracting applied fields of %s %s: %w", kind, key, err)
 		}
-		if apiequality.Semantic.DeepEqual(current, desired) {
-			a.applied.verified(kind, live, want)
+		if have == want {
 			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
 		}

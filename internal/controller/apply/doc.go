@@ -1,7 +1,7 @@
 // Package apply writes a fleet's owned objects the way the operator must:
 // server-side apply under one field owner, skipped when the fields it owns
-// already hold the desired values (verified once, then remembered by a
-// ledger until the object's managed fields move), create-only when the
+// already hold the desired values (compared as digests: the cache keeps one
+// of what was applied in place of the managed fields), create-only when the
 // cache has no such object, and never onto an object the fleet does not
 // control, which is a NameConflict. Optional kinds (cert-manager's
 // Certificate, prometheus-operator's ServiceMonitor) are applied and

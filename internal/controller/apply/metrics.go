@@ -12,8 +12,14 @@ var (
 	}, []string{"kind", "result"})
 	extractions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_apply_extractions_total",
-		Help: "Extractions of the operator's own fields from an owned object, by kind: made when its managed-fields entry or the desired object changed since one compared equal, otherwise skipped.",
-	}, []string{"kind"})
+		Help: "Extractions of the operator's own fields from an owned object, by kind and by whom: the cache, as each new version of the object reaches it, or a pass, over an object read whole (none in a running operator).",
+	}, []string{"kind", "by"})
+)
+
+// Who extracted, as memcached_operator_apply_extractions_total counts them.
+const (
+	extractedByCache = "cache"
+	extractedByPass  = "pass"
 )
 
 // Results of an apply, as memcached_operator_apply_requests_total counts them.

@@ -8,6 +8,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,17 +26,23 @@ import (
 // objects (a Service's slices carry its labels), so that its memory follows
 // the number of fleets rather than the size of the cluster. Slices keep
 // only which pods are ready (readinessOnly), pods only where they run
-// (placementOnly): only owned objects keep managed fields, to compare what
-// the operator applied.
+// (placementOnly). Owned objects keep, in place of their managed fields,
+// the digest of what the operator applied (apply.KeepApplied), and of the
+// rest what a pass reads: a Deployment its replicas and rollout status, a
+// budget the disruptions it allows, a Service or NetworkPolicy only its
+// metadata. A StatefulSet keeps its template, which a warm rollout
+// compares its pods with.
 func CacheOptions(namespaces []string) cache.Options {
 	selector := labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedByValue})
-	own := cache.ByObject{Label: selector, Transform: apply.KeepOwnManagedFields}
+	own := func(transform func(any) (any, error)) cache.ByObject {
+		return cache.ByObject{Label: selector, Transform: transform}
+	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:            own,
-		&appsv1.StatefulSet{}:           own,
-		&corev1.Service{}:               own,
-		&policyv1.PodDisruptionBudget{}: own,
-		&networkingv1.NetworkPolicy{}:   own,
+		&appsv1.Deployment{}:            own(apply.KeepApplied("Deployment", appsv1ac.ExtractDeployment, deploymentReads)),
+		&appsv1.StatefulSet{}:           own(apply.KeepApplied("StatefulSet", appsv1ac.ExtractStatefulSet, nil)),
+		&corev1.Service{}:               own(apply.KeepApplied("Service", corev1ac.ExtractService, serviceReads)),
+		&policyv1.PodDisruptionBudget{}: own(apply.KeepApplied("PodDisruptionBudget", policyv1ac.ExtractPodDisruptionBudget, budgetReads)),
+		&networkingv1.NetworkPolicy{}:   own(apply.KeepApplied("NetworkPolicy", networkingv1ac.ExtractNetworkPolicy, networkPolicyReads)),
 		&discoveryv1.EndpointSlice{}:    {Label: selector, Transform: readinessOnly},
 		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
 		// Status is patched as a merge patch computed from the object read,
@@ -46,6 +56,37 @@ func CacheOptions(namespaces []string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// deploymentReads trims a cached Deployment to what a pass reads: its
+// replicas, for --max-size and scale-down, and its rollout status.
+func deploymentReads(d *appsv1.Deployment) {
+	d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}
+	var kept []appsv1.DeploymentCondition
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			kept = append(kept, c)
+		}
+	}
+	d.Status.Conditions = kept
+}
+
+// serviceReads trims a cached Service to its metadata: a pass reads only
+// whom it belongs to.
+func serviceReads(s *corev1.Service) {
+	s.Spec, s.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+}
+
+// budgetReads trims a cached PodDisruptionBudget to the disruptions it
+// allows, which a warm rollout waits for.
+func budgetReads(b *policyv1.PodDisruptionBudget) {
+	b.Spec = policyv1.PodDisruptionBudgetSpec{}
+	b.Status = policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: b.Status.DisruptionsAllowed}
+}
+
+// networkPolicyReads trims a cached NetworkPolicy to its metadata.
+func networkPolicyReads(n *networkingv1.NetworkPolicy) {
+	n.Spec = networkingv1.NetworkPolicySpec{}
 }
 
 // readinessOnly is the cache transform of EndpointSlices: what ReadyPods

@@ -364,8 +364,9 @@ var _ = Describe("Memcached controller", func() {
 		}).Should(HaveExactElements("-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"))
 
 		// Each edit below lands on a Deployment the operator has already
-		// found matching, so its ledger would skip the comparison if the
-		// edit left the operator's managed-fields entry as it was.
+		// found matching: it is repaired only because the edit changes
+		// the operator's managed-fields entry, so the digest the cache
+		// keeps of it.
 		image := func(g Gomega) string { return deploymentOf(mc)(g).Spec.Template.Spec.Containers[0].Image }
 		By("reverting kubectl scale deployment, through the Deployment's scale subresource")
 		Expect(k8s.SubResource("scale").Update(ctx, deploymentOf(mc)(Default), client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 6}}),
@@ -451,6 +452,7 @@ var _ = Describe("Memcached controller", func() {
 		}
 		before := versions()
 		skipped := metricValue(Default, "memcached_operator_apply_requests_total", "result", "skipped")
+		extractions := metricValue(Default, "memcached_operator_apply_extractions_total", "by", "pass")
 		const passes = 20
 		for range passes {
 			Expect(reconcileWrites()).To(BeZero())
@@ -458,6 +460,8 @@ var _ = Describe("Memcached controller", func() {
 		Expect(metricValue(Default, "memcached_operator_apply_requests_total", "result", "skipped")-skipped).To(BeNumerically(">=", 3*passes),
 			"every skipped apply is counted: Deployment, Service and PodDisruptionBudget each pass")
 		Expect(writes.Load()).To(BeZero(), "no write over %d no-op reconciles", passes)
+		Expect(metricValue(Default, "memcached_operator_apply_extractions_total", "by", "pass")).To(Equal(extractions),
+			"a pass compares the digest the cache keeps: it extracts nothing")
 		Expect(versions()).To(Equal(before), "no object changed on the server either")
 		GinkgoWriter.Printf("%s: no-op reconciles: %d, write requests: %d\n", file, passes, writes.Load())
 	}, sampleEntries())

@@ -2,6 +2,8 @@ package memcached
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -37,12 +39,25 @@ type statusWriter struct {
 	last sync.Map
 }
 
-// statusWrite is a status this process wrote: when, what, and the
-// resourceVersion of the object it was computed over.
+// statusWrite is a status this process wrote: when, the digest of what
+// (statusDigest: a fleet's whole status would be held for each fleet only
+// to be compared), and the resourceVersion of the object it was computed
+// over.
 type statusWrite struct {
 	at     time.Time
 	over   string
-	status *cachev1alpha1.MemcachedStatus
+	status [sha256.Size]byte
+}
+
+// statusDigest digests a status as it is sent.
+func statusDigest(st *cachev1alpha1.MemcachedStatus) [sha256.Size]byte {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		// A status that cannot be encoded cannot be sent either; no digest
+		// matches it.
+		return [sha256.Size]byte{}
+	}
+	return sha256.Sum256(raw)
 }
 
 // verdict is what the writer does with a computed status: send it for cause,
@@ -67,7 +82,7 @@ func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1al
 	if v, ok := w.last.Load(client.ObjectKeyFromObject(read)); ok {
 		last = v.(*statusWrite)
 	}
-	if last != nil && last.over == read.ResourceVersion && apiequality.Semantic.DeepEqual(last.status, computed) {
+	if last != nil && last.over == read.ResourceVersion && last.status == statusDigest(computed) {
 		return verdict{}
 	}
 	if w.interval <= 0 || last == nil || !status.ProgressOnly(&read.Status, computed) {
@@ -92,7 +107,7 @@ func (w *statusWriter) write(ctx context.Context, c client.Client, read, updated
 		return 0, fmt.Errorf("patching status of Memcached %s: %w", key, err)
 	}
 	statusWrites.WithLabelValues(v.cause).Inc()
-	w.last.Store(key, &statusWrite{at: now, over: read.ResourceVersion, status: updated.Status.DeepCopy()})
+	w.last.Store(key, &statusWrite{at: now, over: read.ResourceVersion, status: statusDigest(&updated.Status)})
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Wrote status", "ready", conditionSummary(&updated.Status, cachev1alpha1.ConditionReady),
 			"was", conditionSummary(&read.Status, cachev1alpha1.ConditionReady),

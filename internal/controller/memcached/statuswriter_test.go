@@ -181,7 +181,7 @@ func TestStatusWriterRules(t *testing.T) {
 			w := &statusWriter{interval: tc.interval}
 			read := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", ResourceVersion: "7"}, Status: tc.read}
 			if tc.last != nil {
-				w.last.Store(types.NamespacedName{Namespace: "ns", Name: "cache"}, &statusWrite{at: at.Add(-tc.lastAgo), over: tc.lastOver, status: tc.last})
+				w.last.Store(types.NamespacedName{Namespace: "ns", Name: "cache"}, &statusWrite{at: at.Add(-tc.lastAgo), over: tc.lastOver, status: statusDigest(tc.last)})
 			}
 			g.Expect(w.decide(read, &tc.computed, at)).To(Equal(tc.want))
 		})
