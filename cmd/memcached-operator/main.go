@@ -60,6 +60,7 @@ type options struct {
 	exporterImage                          string
 	platformAssignsUIDs                    bool
 	memoryTarget, memoryLimit              string
+	gcPercent                              int
 	certs                                  certOptions
 }
 
@@ -102,6 +103,7 @@ func main() {
 	fs.BoolVar(&o.platformAssignsUIDs, "platform-assigns-uids", false, "Leave the UID and GID of fleets that set no spec.runAsUser to the platform (OpenShift's restricted-v2 SCC assigns them from the namespace's range) instead of 11211. Changing it replaces those fleets' pods.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
+	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "How far the heap may grow past what is live before the garbage collector runs, in percent (GOGC, which wins when set); lower trades CPU for memory.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
@@ -136,6 +138,11 @@ func run(o options) error {
 	}
 	_, gomemlimitSet := os.LookupEnv("GOMEMLIMIT")
 	applyMemoryTarget(target, gomemlimitSet)
+	if o.gcPercent <= 0 {
+		return fmt.Errorf("--gc-percent must be positive, not %d", o.gcPercent)
+	}
+	_, gogcSet := os.LookupEnv("GOGC")
+	applyGCPercent(o.gcPercent, gogcSet)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))

@@ -45,6 +45,20 @@ func memoryTarget(target, limit string) (int64, error) {
 	return int64(float64(l.Value()) * p / 100), nil
 }
 
+// defaultGCPercent lets the heap grow half past what is live, not Go's
+// default of all of it: the operator's live heap is its caches, so the
+// garbage between collections was most of the rest of its memory, and
+// collecting it more often costs a few milliseconds of CPU a fleet.
+const defaultGCPercent = 50
+
+// applyGCPercent sets the collector's heap growth, unless GOGC in the
+// environment set it.
+func applyGCPercent(percent int, gogcSet bool) {
+	if !gogcSet {
+		debug.SetGCPercent(percent)
+	}
+}
+
 // applyMemoryTarget bounds the Go heap with a soft limit, so the garbage
 // collector works harder before the container's memory limit is reached
 // instead of the kernel killing it. The chart aims at 90% of the limit,

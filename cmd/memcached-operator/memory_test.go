@@ -50,3 +50,15 @@ func TestApplyMemoryTarget(t *testing.T) {
 		t.Errorf("limit %d, want %d", got, 64<<20)
 	}
 }
+
+func TestApplyGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	applyGCPercent(defaultGCPercent, true)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("--gc-percent overrode GOGC: %d", got)
+	}
+	applyGCPercent(defaultGCPercent, false)
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GC percent %d, want %d", got, defaultGCPercent)
+	}
+}
