@@ -6,12 +6,18 @@ import (
 	"slices"
 	"testing"
 
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/example/memcached-operator/internal/controller/apply"
 	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/status"
 )
@@ -101,4 +107,68 @@ func FuzzReadinessOnly(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOwnedKindsKeepWhatAPassReads: each owned kind's cache transform
+// drops the managed fields for the digest of what the operator applied, and
+// keeps what a pass reads: the metadata that maps an object to its fleet and
+// its accepted rules, a Deployment's replicas and rollout status (a
+// rollout past its deadline among it), a budget's allowed disruptions, a
+// StatefulSet's template (the warm rollout compares pods with it).
+func TestOwnedKindsKeepWhatAPassReads(t *testing.T) {
+	g := NewWithT(t)
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: "cache", Namespace: "ns", UID: "u", Generation: 4,
+			Labels:          map[string]string{desired.LabelManagedBy: desired.ManagedByValue},
+			Annotations:     map[string]string{AcceptedRulesAnnotation: "spec.size"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Memcached", Name: "cache", UID: "mc", Controller: ptr.To(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: apply.FieldOwner, Operation: metav1.ManagedFieldsOperationApply,
+				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}},
+		}
+	}
+	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}}}
+	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "m"}
+	objects := []client.Object{
+		&appsv1.Deployment{ObjectMeta: meta(), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: template},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Message: "m"}, stuck}}},
+		&appsv1.StatefulSet{ObjectMeta: meta(), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Template: template}},
+		&corev1.Service{ObjectMeta: meta(), Spec: corev1.ServiceSpec{ClusterIP: "None"}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: meta(), Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, CurrentHealthy: 3}},
+		&networkingv1.NetworkPolicy{ObjectMeta: meta(), Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}},
+	}
+	transforms := map[string]func(any) (any, error){}
+	for obj, by := range CacheOptions(nil).ByObject {
+		transforms[fmt.Sprintf("%T", obj)] = by.Transform
+	}
+	for _, in := range objects {
+		name := fmt.Sprintf("%T", in)
+		transform := transforms[name]
+		g.Expect(transform).NotTo(BeNil(), name)
+		out, err := transform(in.DeepCopyObject())
+		g.Expect(err).NotTo(HaveOccurred())
+		cached := out.(client.Object)
+		g.Expect(cached.GetManagedFields()).To(BeEmpty(), name)
+		g.Expect(cached.GetAnnotations()).To(HaveKey(apply.AppliedDigest), name)
+		g.Expect(cached.GetAnnotations()).To(HaveKeyWithValue(AcceptedRulesAnnotation, "spec.size"), name)
+		g.Expect(cached.GetLabels()).To(Equal(in.GetLabels()), name)
+		g.Expect(metav1.IsControlledBy(cached, &metav1.ObjectMeta{UID: "mc"})).To(BeTrue(), name)
+		g.Expect(cached.GetGeneration()).To(Equal(int64(4)), name)
+		switch c := cached.(type) {
+		case *appsv1.Deployment:
+			g.Expect(c.Spec).To(Equal(appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}), "no template")
+			want := in.(*appsv1.Deployment).Status
+			want.Conditions = []appsv1.DeploymentCondition{stuck}
+			g.Expect(c.Status).To(Equal(want))
+		case *appsv1.StatefulSet:
+			g.Expect(c.Spec.Template).To(Equal(template))
+		case *corev1.Service:
+			g.Expect(c.Spec).To(BeZero())
+		case *policyv1.PodDisruptionBudget:
+			g.Expect(c.Status).To(Equal(policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}))
+		case *networkingv1.NetworkPolicy:
+			g.Expect(c.Spec.PolicyTypes).To(BeEmpty())
+		}
+	}
 }
