@@ -276,9 +276,13 @@ spec:
 		got := measure("memory limit up", patchBoth(`{"spec":{"resources":{"limits":{"memory":"160Mi"}}}}`), resized("160Mi", "144"))
 		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, resized in place")
 		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
-		// Lowering it is not measured here: the testbed's kubelets (cgroup
-		// v1) report no container memory usage, without which a kubelet
-		// lowers no memory limit (envtest and the launcher's tests cover it).
+	})
+
+	It("resizes a warm fleet's memcached in place on a memory limit lowered: every pod keeps what fits, here every key", func() {
+		uids := warmUIDs(ctx)
+		got := measure("memory limit down", patchBoth(`{"spec":{"resources":{"limits":{"memory":"128Mi"}}}}`), resized("128Mi", "115"))
+		Expect(warmUIDs(ctx)).To(Equal(uids), "the same pods, resized in place")
+		Expect(got["warm"].kept).To(BeNumerically(">=", 0.99))
 	})
 
 	It("brings a deleted pod back under its name, empty, while the others keep theirs", func() {

@@ -107,6 +107,8 @@ rm -rf /var/log/containers
 rmdir_empty /var/log/pods
 # The shim's sockets; runc's state of the (now dead) k8s.io containers.
 rm -rf /run/containerd/s /run/containerd/runc/k8s.io
+# Node 1's link for the kubelet's cAdvisor (cluster-up.sh), never a real socket.
+[[ $(readlink /run/containerd/containerd.sock 2>/dev/null) == "$RUN_DIR"/* ]] && rm -f /run/containerd/containerd.sock
 rmdir_empty /run/containerd
 rm -rf "$RUN_DIR"
 if [[ -d $TB_DIR ]]; then

@@ -187,6 +187,16 @@ K=("${B[kubectl]}" --kubeconfig "$TB_DIR/kubeconfig")
 write_node_config() {
   node_env "$1"
   mkdir -p "$N_ETC/cni/net.d" "$N_DIR/containerd" "$N_DIR/cni" "$N_DIR/kubelet" "$N_DIR/pod-logs" "$N_RUN"
+  # The kubelet's cAdvisor looks for containerd only at its default socket.
+  # Without it a restarted container's stats have no memory usage, and the
+  # kubelet then never lowers that container's memory limit in place.
+  local fixed_run=/run/containerd
+  [[ -n $N_MNTNS ]] && fixed_run=$N_RUN/fixed/run/containerd
+  mkdir -p "$fixed_run"
+  if [[ -e $fixed_run/containerd.sock && ! -L $fixed_run/containerd.sock ]]; then
+    die "$fixed_run/containerd.sock is another containerd's socket"
+  fi
+  ln -sfn "$N_SOCK" "$fixed_run/containerd.sock"
   # The registry (WITH_REGISTRY=1) through containerd's hosts dir: one
   # hosts.toml per registry host, trusting the testbed's CA; no insecure flag.
   local registry_config=""
