@@ -39,15 +39,13 @@ func CacheOptions(namespaces []string) cache.Options {
 	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            own(apply.KeepApplied("Deployment", appsv1ac.ExtractDeployment, deploymentReads)),
-		&appsv1.StatefulSet{}:           own(apply.KeepApplied("StatefulSet", appsv1ac.ExtractStatefulSet, nil)),
+		&appsv1.StatefulSet{}:           own(apply.KeepApplied("StatefulSet", appsv1ac.ExtractStatefulSet, statefulSetReads)),
 		&corev1.Service{}:               own(apply.KeepApplied("Service", corev1ac.ExtractService, serviceReads)),
 		&policyv1.PodDisruptionBudget{}: own(apply.KeepApplied("PodDisruptionBudget", policyv1ac.ExtractPodDisruptionBudget, budgetReads)),
 		&networkingv1.NetworkPolicy{}:   own(apply.KeepApplied("NetworkPolicy", networkingv1ac.ExtractNetworkPolicy, networkPolicyReads)),
 		&discoveryv1.EndpointSlice{}:    {Label: selector, Transform: readinessOnly},
 		&corev1.Pod{}:                   {Label: selector, Transform: placementOnly},
-		// Status is patched as a merge patch computed from the object read,
-		// which needs no managed fields.
-		&cachev1alpha1.Memcached{}: {Transform: cache.TransformStripManagedFields()},
+		&cachev1alpha1.Memcached{}:      {Transform: memcachedReads},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -58,9 +56,27 @@ func CacheOptions(namespaces []string) cache.Options {
 	return opts
 }
 
+// memcachedReads is the cache transform of Memcached objects: no managed
+// fields (status is patched as a merge patch computed from the object read,
+// which needs none) and shared strings.
+func memcachedReads(in any) (any, error) {
+	m, ok := in.(*cachev1alpha1.Memcached)
+	if !ok {
+		return in, nil
+	}
+	m.ManagedFields = nil
+	shareMeta(&m.ObjectMeta)
+	for i := range m.Status.Conditions {
+		c := &m.Status.Conditions[i]
+		c.Type, c.Reason = share(c.Type), share(c.Reason)
+	}
+	return m, nil
+}
+
 // deploymentReads trims a cached Deployment to what a pass reads: its
 // replicas, for --max-size and scale-down, and its rollout status.
 func deploymentReads(d *appsv1.Deployment) {
+	shareMeta(&d.ObjectMeta)
 	d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}
 	var kept []appsv1.DeploymentCondition
 	for _, c := range d.Status.Conditions {
@@ -74,18 +90,25 @@ func deploymentReads(d *appsv1.Deployment) {
 // serviceReads trims a cached Service to its metadata: a pass reads only
 // whom it belongs to.
 func serviceReads(s *corev1.Service) {
+	shareMeta(&s.ObjectMeta)
 	s.Spec, s.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
 }
 
 // budgetReads trims a cached PodDisruptionBudget to the disruptions it
 // allows, which a warm rollout waits for.
 func budgetReads(b *policyv1.PodDisruptionBudget) {
+	shareMeta(&b.ObjectMeta)
 	b.Spec = policyv1.PodDisruptionBudgetSpec{}
 	b.Status = policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: b.Status.DisruptionsAllowed}
 }
 
+// statefulSetReads keeps a cached StatefulSet whole (a warm rollout
+// compares its pods with its template), with shared strings.
+func statefulSetReads(s *appsv1.StatefulSet) { shareMeta(&s.ObjectMeta) }
+
 // networkPolicyReads trims a cached NetworkPolicy to its metadata.
 func networkPolicyReads(n *networkingv1.NetworkPolicy) {
+	shareMeta(&n.ObjectMeta)
 	n.Spec = networkingv1.NetworkPolicySpec{}
 }
 
@@ -178,8 +201,68 @@ func placementOnly(in any) (any, error) {
 // cachedMeta is the metadata a trimmed cache keeps: the object's identity,
 // its labels (which index and map it to a fleet) and its lifetime.
 func cachedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
+	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp, CreationTimestamp: m.CreationTimestamp,
+	}
+	shareMeta(&out)
+	return out
+}
+
+// shared holds one copy of strings that nearly every cached object repeats:
+// the label keys and values the operator and the API server's controllers
+// put on a fleet's objects, an owner's kind, common annotation keys, and a
+// fleet's condition types and reasons. Each decoded object brings a copy of
+// its own; the cache keeps this one instead. The set is fixed, so what
+// tenants write cannot grow it.
+var shared = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{
+		desired.LabelName, desired.LabelInstance, desired.LabelManagedBy, desired.NameValue, desired.ManagedByValue,
+		appsv1.DefaultDeploymentUniqueLabelKey, appsv1.ControllerRevisionHashLabelKey,
+		appsv1.StatefulSetPodNameLabel, appsv1.PodIndexLabel,
+		corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.IsHeadlessService,
+		discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy, "endpointslice-controller.k8s.io",
+		"deployment.kubernetes.io/revision",
+		cachev1alpha1.GroupVersion.String(), "Memcached", "apps/v1", "v1",
+		cachev1alpha1.ConditionReady, cachev1alpha1.ConditionAvailable, cachev1alpha1.ConditionProgressing,
+		cachev1alpha1.ConditionDegraded, cachev1alpha1.ConditionReconciling, cachev1alpha1.ConditionStalled,
+		cachev1alpha1.ReasonAllReplicasReady, cachev1alpha1.ReasonReplicasAvailable, cachev1alpha1.ReasonReplicasNotReady,
+		cachev1alpha1.ReasonScalingUp, cachev1alpha1.ReasonRollingOut, cachev1alpha1.ReasonRolloutComplete,
+		cachev1alpha1.ReasonReconciled,
+	} {
+		m[s] = s
+	}
+	return m
+}()
+
+// share returns the shared copy of s, or s when there is none.
+func share(s string) string {
+	if c, ok := shared[s]; ok {
+		return c
+	}
+	return s
+}
+
+// shareMeta puts the shared copies in m's labels, annotation keys and owner
+// references, in place.
+func shareMeta(m *metav1.ObjectMeta) {
+	shareKeys(m.Labels, true)
+	shareKeys(m.Annotations, false)
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind = share(r.APIVersion), share(r.Kind)
+	}
+}
+
+// shareKeys puts shared keys (and values, when values is set) in m. Setting
+// a key a map has stores the key given too (Go does so for string keys), so
+// no entry is deleted and the map's memory is reused.
+func shareKeys(m map[string]string, values bool) {
+	for k, v := range m {
+		if values {
+			v = share(v)
+		}
+		m[share(k)] = v
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/controller/apply"
 	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/controller/status"
@@ -169,6 +172,69 @@ func TestOwnedKindsKeepWhatAPassReads(t *testing.T) {
 			g.Expect(c.Status).To(Equal(policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}))
 		case *networkingv1.NetworkPolicy:
 			g.Expect(c.Spec.PolicyTypes).To(BeEmpty())
+		}
+	}
+}
+
+// TestCachedObjectsShareRepeatedStrings: every cached kind keeps the shared
+// copy of a label's key and value, an annotation's key, an owner's kind and
+// a condition's type and reason, which each decoded object brings a copy
+// of; what is not in the fixed set stays the object's own, and nothing
+// changes value.
+func TestCachedObjectsShareRepeatedStrings(t *testing.T) {
+	g := NewWithT(t)
+	// fresh copies, as a decoder makes them.
+	fresh := func(s string) string { return strings.Clone(s) }
+	freshMap := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[fresh(k)] = fresh(v)
+		}
+		return out
+	}
+	labels := map[string]string{
+		desired.LabelName: desired.NameValue, desired.LabelInstance: "cache", desired.LabelManagedBy: desired.ManagedByValue,
+		appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8b5c4", corev1.LabelTopologyZone: "zone-a",
+		discoveryv1.LabelServiceName: "cache", "team": "payments",
+	}
+	annotations := map[string]string{"deployment.kubernetes.io/revision": "2", "note": "kept"}
+	sameData := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	for obj, by := range CacheOptions(nil).ByObject {
+		name := fmt.Sprintf("%T", obj)
+		in := obj.DeepCopyObject().(client.Object)
+		in.SetName("cache")
+		in.SetNamespace("ns")
+		in.SetLabels(freshMap(labels))
+		in.SetAnnotations(freshMap(annotations))
+		in.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: fresh("apps/v1"), Kind: fresh("Memcached"), Name: "cache", UID: "u"}})
+		if mc, ok := in.(*cachev1alpha1.Memcached); ok {
+			mc.Status.Conditions = []metav1.Condition{{Type: fresh(cachev1alpha1.ConditionAvailable), Reason: fresh(cachev1alpha1.ReasonAllReplicasReady), Message: "m"}}
+		}
+		out, err := by.Transform(in)
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		got := out.(client.Object)
+		g.Expect(got.GetLabels()).To(Equal(labels), name)
+		for k, v := range got.GetLabels() {
+			c, known := shared[k]
+			g.Expect(sameData(k, c)).To(Equal(known), "%s: label key %q", name, k)
+			if c, known := shared[v]; known {
+				g.Expect(sameData(v, c)).To(BeTrue(), "%s: label value %q", name, v)
+			}
+		}
+		for k := range got.GetAnnotations() {
+			if c, known := shared[k]; known {
+				g.Expect(sameData(k, c)).To(BeTrue(), "%s: annotation key %q", name, k)
+			}
+		}
+		for _, r := range got.GetOwnerReferences() {
+			g.Expect(sameData(r.Kind, shared["Memcached"])).To(BeTrue(), "%s: owner kind", name)
+			g.Expect(sameData(r.APIVersion, shared["apps/v1"])).To(BeTrue(), "%s: owner API version", name)
+		}
+		if mc, ok := got.(*cachev1alpha1.Memcached); ok {
+			c := mc.Status.Conditions[0]
+			g.Expect(sameData(c.Type, shared[cachev1alpha1.ConditionAvailable])).To(BeTrue(), "condition type")
+			g.Expect(sameData(c.Reason, shared[cachev1alpha1.ReasonAllReplicasReady])).To(BeTrue(), "condition reason")
+			g.Expect(mc.ManagedFields).To(BeNil())
 		}
 	}
 }
