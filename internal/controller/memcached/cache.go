@@ -211,7 +211,7 @@ func cachedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 
 // shared holds one copy of strings that nearly every cached object repeats:
 // the label keys and values the operator and the API server's controllers
-// put on a fleet's objects, an owner's kind, common annotation keys, and a
+// put on a fleet's objects, an owner's API version and kind, common annotation keys, and a
 // fleet's condition types and reasons. Each decoded object brings a copy of
 // its own; the cache keeps this one instead. The set is fixed, so what
 // tenants write cannot grow it.
