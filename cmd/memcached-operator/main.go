@@ -50,6 +50,7 @@ type options struct {
 	kubeAPIQPS                             float64
 	kubeAPIBurst                           int
 	statusProgressInterval                 time.Duration
+	statusProgressRate                     float64
 	gracefulShutdown                       time.Duration
 	enableWebhooks                         bool
 	webhookPort                            int
@@ -89,10 +90,11 @@ func main() {
 	fs.BoolVar(&o.leaderElect, "leader-elect", inCluster, "Elect a leader so that only one replica reconciles (default true in-cluster, false outside).")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; empty means the operator's own namespace.")
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to reconcile Memcached in; empty watches all namespaces.")
-	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Memcached resources reconciled in parallel.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 16, "Memcached resources reconciled in parallel. A pass mostly waits on the API server, so more workers keep fleets' statuses close behind their rollouts when many change at once.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "Requests a second the operator may send to the API server, one limiter for all its clients (0: no client-side limit, controller-runtime's default; the API server's priority and fairness still apply).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "Requests the client may send at once above --kube-api-qps (0: a second's worth, at least 10); only with --kube-api-qps.")
 	fs.DurationVar(&o.statusProgressInterval, "status-progress-interval", 10*time.Second, "Least time between two status writes of a fleet that only report rollout progress before it is Available (transitions are written at once); 0 writes every change.")
+	fs.Float64Var(&o.statusProgressRate, "status-progress-rate", 2, "Status writes a second that only report rollout progress, for all fleets together (held reports wait another --status-progress-interval; transitions are never held); 0 does not limit them.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long the operator waits, once told to stop, for its work to end and its Lease to be released; keep it below the pod's grace period minus its preStop delay, or the kubelet kills it with the Lease held.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks; turn off to run outside a cluster without certificates (make run).")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
@@ -217,6 +219,7 @@ func run(o options) error {
 		Limits:    limits,
 
 		ProgressInterval: o.statusProgressInterval,
+		ProgressRate:     o.statusProgressRate,
 	}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}

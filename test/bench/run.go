@@ -63,7 +63,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	f.register(fs)
 	fs.IntVar(&f.n, "n", 100, "Memcached fleets.")
-	fs.IntVar(&f.workers, "workers", 4, "The operator's --max-concurrent-reconciles, and the reference's workers.")
+	fs.IntVar(&f.workers, "workers", 16, "The operator's --max-concurrent-reconciles (its default), and the reference's workers.")
 	fs.IntVar(&f.size, "size", 3, "Pods per fleet.")
 	fs.IntVar(&f.resizeTo, "resize-to", 5, "Pods per fleet after the resize.")
 	fs.DurationVar(&f.idle, "idle", 10*time.Minute, "Length of the idle window (after a forced resync).")

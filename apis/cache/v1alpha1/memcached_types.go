@@ -629,9 +629,10 @@ const (
 	// ReasonReplicasNotReady: fewer pods are available than desired.
 	ReasonReplicasNotReady = "ReplicasNotReady"
 	// ReasonScalingUp: fewer pods are available than the size because it
-	// grew: the fleet was Available and no ready pod was lost since. It is
-	// the user's doing, so Available flipping to False for it, and back,
-	// sends no event; a pod lost on the way turns it into ReplicasNotReady.
+	// grew: the fleet is new, or was Available, and no ready pod was lost
+	// since. It is the user's doing, so Available flipping to False for it,
+	// and back, sends no event; a pod lost on the way turns it into
+	// ReplicasNotReady.
 	ReasonScalingUp = "ScalingUp"
 	// ReasonScaledToZero: size is 0, so there is nothing to serve.
 	ReasonScaledToZero = "ScaledToZero"

@@ -69,8 +69,8 @@ func (liveReads) Get(_ context.Context, key client.ObjectKey, obj client.Object,
 
 // TestNewFleetObjectsAreWrittenAtOnce: a new fleet's Deployment, Service and
 // PodDisruptionBudget are applied concurrently in one pass, one request each
-// (no live read first), and the pass reports one Created event naming the
-// three in a fixed order.
+// (no live read first). This fleet's first pass failed, so building them is
+// news: one Created event names the three in a fixed order.
 func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	scheme := runtime.NewScheme()
@@ -79,6 +79,8 @@ func TestNewFleetObjectsAreWrittenAtOnce(t *testing.T) {
 	mc := &cachev1alpha1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", Generation: 1},
 		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+		Status: cachev1alpha1.MemcachedStatus{Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionDegraded,
+			Status: metav1.ConditionTrue, Reason: cachev1alpha1.ReasonReconcileFailed, Message: "the last pass failed"}}},
 	}
 
 	var (

@@ -64,6 +64,9 @@ type Reconciler struct {
 	// then costs its transitions, not one write per pod that becomes ready.
 	// 0 writes every change.
 	ProgressInterval time.Duration
+	// ProgressRate is how many such writes a second all fleets together
+	// send at most (a second's worth at once); 0 does not limit them.
+	ProgressRate float64
 
 	// objects writes the owned objects and statuses writes the status; both
 	// are made on first use from the fields above, and remember what they
@@ -89,7 +92,7 @@ func (r *Reconciler) clock() time.Time {
 func (r *Reconciler) init() {
 	r.parts.Do(func() {
 		r.objects = &apply.Applier{Client: r.Client, APIReader: r.APIReader}
-		r.statuses = &statusWriter{interval: r.ProgressInterval, now: r.clock}
+		r.statuses = &statusWriter{interval: r.ProgressInterval, budget: progressBudget(r.ProgressRate), now: r.clock}
 	})
 }
 

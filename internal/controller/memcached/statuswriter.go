@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,15 +30,31 @@ import (
 //     until interval after the fleet's last write, so a rollout costs its
 //     transitions rather than a write per pod; the pass is asked for again
 //     when it is due;
+//   - such a report also waits, another interval, while the progress
+//     reports of all fleets together have used up their rate (budget): a
+//     thousand fleets rolling out at once then cost the API server what a
+//     few do, and their transitions are not delayed;
 //   - anything else, a new generation or any transition, is sent at once.
 type statusWriter struct {
 	// interval is the least time between two writes of a fleet that only
 	// report progress; 0 sends every change.
 	interval time.Duration
-	now      func() time.Time
+	// budget limits the progress reports of all fleets together; nil does
+	// not.
+	budget *rate.Limiter
+	now    func() time.Time
 	// last holds each fleet's last status write by this process
 	// (types.NamespacedName → *statusWrite).
 	last sync.Map
+}
+
+// progressBudget is the shared limit of progress reports at perSecond, which
+// may come a second's worth at once; none when perSecond is 0.
+func progressBudget(perSecond float64) *rate.Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(math.Ceil(perSecond))))
 }
 
 // statusWrite is a status this process wrote: when, the digest of what
@@ -90,6 +108,9 @@ func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1al
 	}
 	if wait := w.interval - now.Sub(last.at); wait > 0 {
 		return verdict{wait: wait}
+	}
+	if w.budget != nil && !w.budget.AllowN(now, 1) {
+		return verdict{wait: w.interval}
 	}
 	return verdict{cause: statusProgress}
 }

@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,6 +98,50 @@ func TestProgressHold(t *testing.T) {
 	*stored = rollingOut(1, "a")
 	g.Expect(pass(rollingOut(2, "a", "b"))).To(BeZero(), "with no interval every change is written")
 	g.Expect(*writes).To(Equal(5))
+}
+
+// TestProgressBudgetIsShared: the progress reports of all fleets together
+// stay within the writer's rate; a report over it waits another interval,
+// and a transition or a new generation is never held for it.
+func TestProgressBudgetIsShared(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	st := func(available metav1.ConditionStatus, reason string, ready int32) *cachev1alpha1.MemcachedStatus {
+		return &cachev1alpha1.MemcachedStatus{ObservedGeneration: 1, ReadyReplicas: ready,
+			Conditions: []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: available, Reason: reason, Message: "m",
+				ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(at)}}}
+	}
+	rolling := func(ready int32) *cachev1alpha1.MemcachedStatus {
+		return st(metav1.ConditionFalse, cachev1alpha1.ReasonScalingUp, ready)
+	}
+	g := NewWithT(t)
+	w := &statusWriter{interval: 10 * time.Second, budget: progressBudget(2)}
+	fleet := func(i int) *cachev1alpha1.Memcached {
+		name := fmt.Sprintf("cache-%d", i)
+		w.last.Store(types.NamespacedName{Namespace: "ns", Name: name}, &statusWrite{at: at.Add(-time.Minute), over: "6", status: statusDigest(rolling(1))})
+		return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "7"}, Status: *rolling(1)}
+	}
+	var sent, held int
+	for i := range 10 {
+		switch v := w.decide(fleet(i), rolling(2), at); v {
+		case verdict{cause: statusProgress}:
+			sent++
+		case verdict{wait: 10 * time.Second}:
+			held++
+		default:
+			t.Fatalf("fleet %d: %+v", i, v)
+		}
+	}
+	g.Expect(sent).To(Equal(2), "a second's worth of progress at once")
+	g.Expect(held).To(Equal(8))
+	g.Expect(w.decide(fleet(10), st(metav1.ConditionTrue, cachev1alpha1.ReasonAllReplicasReady, 3), at)).To(Equal(verdict{cause: statusChange}),
+		"a transition is not held for the budget")
+	newGeneration := rolling(2)
+	newGeneration.ObservedGeneration = 2
+	g.Expect(w.decide(fleet(11), newGeneration, at)).To(Equal(verdict{cause: statusChange}), "nor is a new generation")
+	g.Expect(w.decide(fleet(12), rolling(2), at.Add(500*time.Millisecond))).To(Equal(verdict{cause: statusProgress}),
+		"the budget refills at its rate")
+	g.Expect(w.decide(fleet(13), rolling(2), at.Add(500*time.Millisecond))).To(Equal(verdict{wait: 10 * time.Second}))
+	g.Expect(progressBudget(0)).To(BeNil(), "0 does not limit progress reports")
 }
 
 // TestStaleCacheSendsNoSecondWrite: a pass that reads the fleet from a cache

@@ -16,21 +16,20 @@ type Event struct {
 	Type, Reason, Action, Message string
 }
 
-// Events are the events a pass sends: one for what it created (created
-// lists kinds), not one per object, since at a thousand new fleets each
-// event is a request the API server serves while the fleets wait for
-// theirs; and one for each flip of Available or Degraded between before
-// and after. A pass that changed nothing sends none, so events stay a
-// history of changes rather than a heartbeat; the other conditions tell the
-// same story in kstatus' words.
-//
-// What a pass creates is worth an event only with the workload: a fleet
-// built, or its deleted workload built again. An object a spec change brings
-// (the PodDisruptionBudget of a fleet grown to two pods, a NetworkPolicy
-// turned on) is routine, and the status already names that generation.
+// Events are the events a pass sends: news a user did not ask for. One
+// for a workload built again (deleted, or left unbuilt by a failed pass),
+// naming everything the pass created in one event; and one for each flip
+// of Available or Degraded between before and after. A fleet's own
+// creation, its first rollout and any object a spec change brings (the
+// PodDisruptionBudget of a fleet grown to two pods, a NetworkPolicy turned
+// on) are the user's doing and routine: the status already names that
+// generation, and at a thousand new fleets each event is a request the API
+// server serves while the fleets wait for theirs. A pass that changed
+// nothing sends none, so events stay a history of changes rather than a
+// heartbeat; the other conditions tell the same story in kstatus' words.
 func Events(name string, created []string, before, after []metav1.Condition) []Event {
 	var out []Event
-	if slices.ContainsFunc(created, isWorkload) {
+	if len(before) > 0 && slices.ContainsFunc(created, isWorkload) {
 		out = append(out, Event{Type: corev1.EventTypeNormal, Reason: "Created", Action: "Create",
 			Message: "created " + joinKinds(created) + " for " + name})
 	}

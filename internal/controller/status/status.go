@@ -304,11 +304,11 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 }
 
 // scalingUpFrom reads, in the status a pass starts from, whether a fleet
-// short of desired pods is only scaling up: it was Available with fewer pods
-// than desired (or already scaling up), and keeps at least as many ready
-// pods as it had. A pod lost on the way ends it. The returned function takes
-// the ready pods the pass observed; it must be called before they overwrite
-// the status.
+// short of desired pods is only scaling up: it is new (no Available yet: it
+// grows from nothing), or it was Available with fewer pods than desired (or
+// already scaling up), and keeps at least as many ready pods as it had. A pod
+// lost on the way ends it. The returned function takes the ready pods the
+// pass observed; it must be called before they overwrite the status.
 func scalingUpFrom(st *cachev1alpha1.MemcachedStatus, desired int32) func(ready int32) bool {
 	var prev *metav1.Condition
 	if c := meta.FindStatusCondition(st.Conditions, cachev1alpha1.ConditionAvailable); c != nil {
@@ -317,8 +317,10 @@ func scalingUpFrom(st *cachev1alpha1.MemcachedStatus, desired int32) func(ready 
 	replicas, readyBefore := st.Replicas, st.ReadyReplicas
 	return func(ready int32) bool {
 		switch {
-		case prev == nil || ready < readyBefore:
+		case ready < readyBefore:
 			return false
+		case prev == nil:
+			return true
 		case prev.Status == metav1.ConditionTrue:
 			return desired > replicas
 		}

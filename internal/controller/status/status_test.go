@@ -44,7 +44,7 @@ func TestComputeStatus(t *testing.T) {
 		unschedulable int
 		want          conds
 	}{
-		{name: "new fleet: the Deployment was just created",
+		{name: "the Deployment was just created again: fewer ready pods than the last pass saw",
 			dep: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}},
 			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/RollingOut", "Ready": "False/RollingOut",
 				"Reconciling": "True/RollingOut", "Stalled": "False/Reconciled", "Degraded": "False/Reconciled"}},
@@ -145,7 +145,8 @@ func TestScalingUp(t *testing.T) {
 		"from zero":                            {{0, 0, 0, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, 0}, short(3, 0, 0, up), short(3, 3, 1, up), ready(3)},
 		"a pod lost at the same size":          {ready(3), short(3, 3, 2, notReady), ready(3)},
 		"grown while short of pods already":    {ready(3), short(3, 3, 2, notReady), short(5, 3, 2, notReady), short(5, 5, 4, notReady)},
-		"a new fleet":                          {short(3, 0, 0, notReady), short(3, 3, 2, notReady), ready(3)},
+		"a new fleet":                          {short(3, 0, 0, up), short(3, 3, 2, up), ready(3)},
+		"a new fleet losing a ready pod":       {short(3, 0, 0, up), short(3, 3, 2, up), short(3, 3, 1, notReady), ready(3)},
 		// A pod restarted: ready again but not yet available (minReadySeconds).
 		"a pod unavailable at the same size, none unready": {ready(3), {3, 3, 3, metav1.ConditionFalse, notReady, 2}, ready(3)},
 	} {
@@ -374,6 +375,8 @@ func TestComputeStatusStatefulSet(t *testing.T) {
 				s.Size = ptr.To[int32](3)
 				s.Workload = ptr.To(cachev1alpha1.WorkloadStatefulSet)
 			})
+			// A fleet that was rolled out (a new one is scaling up).
+			mc.Status.Replicas, mc.Status.ReadyReplicas = 3, 3
 			servers := []string{"cache-0.cache.ns.svc:11211", "cache-1.cache.ns.svc:11211"}
 			Compute(mc, Observation{Spec: spec, StatefulSet: tt.set, Nodes: []string{"cache-0", "cache-1"}, Servers: servers, NodesObserved: true})
 			got := func(t string) string {
