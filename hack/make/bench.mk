@@ -7,7 +7,9 @@ BENCH_DIR ?= $(CURDIR)/_output/bench
 # Network namespace the bench runs in; empty runs it on the host's loopback.
 BENCH_NETNS ?= memcached-bench
 BENCH_N ?= 100
-BENCH_WORKERS ?= 4
+# BENCH_WORKERS: the operator's --max-concurrent-reconciles and the
+# reference's workers; empty keeps the bench's default, the operator's own.
+BENCH_WORKERS ?=
 BENCH_NODES ?= 50
 BENCH_IDLE ?= 10m
 # More flags for `bench run` (go run ./test/bench run -h), e.g.
@@ -18,7 +20,7 @@ BENCH_KEEP ?=
 BENCH_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok
 BENCH_BIN := $(BENCH_DIR)/bin/bench
 BENCH_EXEC = $(if $(BENCH_NETNS),nsenter --net=/run/netns/$(BENCH_NETNS)) $(BENCH_BIN)
-BENCH_RUN_FLAGS = -out $(BENCH_DIR) -bin-dir $(BENCH_DIR)/bin -n $(BENCH_N) -workers $(BENCH_WORKERS) -idle $(BENCH_IDLE) $(BENCH_ARGS)
+BENCH_RUN_FLAGS = -out $(BENCH_DIR) -bin-dir $(BENCH_DIR)/bin -n $(BENCH_N) $(if $(BENCH_WORKERS),-workers $(BENCH_WORKERS)) -idle $(BENCH_IDLE) $(BENCH_ARGS)
 
 ##@ Bench
 
