@@ -208,6 +208,25 @@ func TestWritesPerFleetIsPrintedInFull(t *testing.T) {
 		HaveField("Value", "5"), HaveField("Met", HaveValue(BeTrue())))))
 }
 
+// TestProgressReportsAreJudgedApart: the operator's progress-only status
+// writes share one rate over all fleets, so the converge's writes a fleet
+// are judged without them, and they are reported with their rate.
+func TestProgressReportsAreJudgedApart(t *testing.T) {
+	g := NewWithT(t)
+	var r results
+	r.Config.N = 1000
+	op := &phaseResult{Fleets: 1000, Converged: 1000, Seconds: 143, WritesPerFleetExclEvents: 5.179, ProgressWrites: 179}
+	r.Operator = &pairResult{N: 1000, Converge: op}
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
+		HaveField("Value", "5.179"), HaveField("Met", HaveValue(BeTrue())),
+		HaveField("Note", ContainSubstring("5 besides 179 progress reports (1.25 a second over 143s, all fleets together)")))))
+	op.ProgressWrites = 178
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
+		HaveField("Met", HaveValue(BeFalse())))), "one write more than the progress reports is over")
+}
+
 // TestRSSNoteGivesTheFloorAndTheColdStart: the RSS line splits the memory
 // into what the process needs with no fleet and what each fleet adds, and
 // reports the cold start with its own pod count.

@@ -334,6 +334,12 @@ func (b *bench) ensureOperator(ctx context.Context, ns string, workers int, extr
 	return b.op.start(ctx, ns, workers, extra...)
 }
 
+// The operator's status writes that only reported progress.
+const (
+	progressWritesMetric = "memcached_operator_status_writes_total"
+	progressWritesLabel  = `cause="progress"`
+)
+
 // timedPhase runs act (the user's action) at t0, waits until n fleets are
 // ready, and counts user's requests from t0 to then.
 func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, size int, withPods bool, act func(context.Context) error) (*phaseResult, error) {
@@ -341,8 +347,10 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		return nil, err
 	}
 	var before procStats
+	var progress0 float64
 	if user == userOperator {
 		before, _ = b.op.stats()
+		progress0, _ = b.op.metric(ctx, progressWritesMetric, progressWritesLabel)
 	}
 	api0, etcd0 := b.controlPlaneCPU()
 	t0 := time.Now()
@@ -388,6 +396,11 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		p.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 		p.CPUSecondsPerFleet = p.CPUSeconds / float64(n)
 		p.PeakRSSMiB = after.PeakRSSMiB
+		progress1, perr := b.op.metric(ctx, progressWritesMetric, progressWritesLabel)
+		if perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		p.ProgressWrites = int(progress1 - progress0)
 	}
 	logf("  %s: status named the new generation after p50/p99/max %.2fs/%.2fs/%.2fs, after the Deployment's update %.2fs/%.2fs/%.2fs", user,
 		p.GenerationLagP50Seconds, p.GenerationLagP99Seconds, p.GenerationLagMaxSeconds,
