@@ -224,7 +224,11 @@ func TestProgressReportsAreJudgedApart(t *testing.T) {
 	op.ProgressWrites = 178
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "writes per fleet, converge (applies + status)"),
-		HaveField("Met", HaveValue(BeFalse())))), "one write more than the progress reports is over")
+		HaveField("Met", HaveValue(BeFalse())), HaveField("Note", ContainSubstring("5.001 besides 178 progress reports")))),
+		"one write more than the progress reports is over")
+	op.WritesPerFleetExclEvents, op.ProgressWrites, op.Fleets, r.Config.N, r.Operator.N = 5.08, 6, 100, 100, 100
+	r.evaluate()
+	g.Expect(r.Targets).To(ContainElement(HaveField("Note", ContainSubstring("5.02 besides 6 progress reports"))), "printed rounded")
 }
 
 // TestRSSNoteGivesTheFloorAndTheColdStart: the RSS line splits the memory
