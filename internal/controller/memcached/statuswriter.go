@@ -24,8 +24,10 @@ import (
 // computed status is sent:
 //
 //   - one equal to the status the pass read is not sent;
-//   - one equal to this process's last write over the same object is not
-//     sent again: the pass ran before that write reached the cache;
+//   - one computed over the same object as this process's last write is not
+//     sent: the pass ran before that write reached the cache. Equal to it,
+//     it is dropped; different, it waits staleRecheck for the cache, since
+//     two passes of a new fleet would otherwise both write a first status;
 //   - one that only reports a rollout's progress (status.ProgressOnly) waits
 //     until interval after the fleet's last write, so a rollout costs its
 //     transitions rather than a write per pod; the pass is asked for again
@@ -56,6 +58,10 @@ func progressBudget(perSecond float64) *rate.Limiter {
 	}
 	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(math.Ceil(perSecond))))
 }
+
+// staleRecheck is how long a status computed over a cache that has not yet
+// seen this process's last write waits before the pass is run again.
+const staleRecheck = time.Second
 
 // statusWrite is a status this process wrote: when, the digest of what
 // (statusDigest: a fleet's whole status would be held for each fleet only
@@ -100,8 +106,13 @@ func (w *statusWriter) decide(read *cachev1alpha1.Memcached, computed *cachev1al
 	if v, ok := w.last.Load(client.ObjectKeyFromObject(read)); ok {
 		last = v.(*statusWrite)
 	}
-	if last != nil && last.over == read.ResourceVersion && last.status == statusDigest(computed) {
-		return verdict{}
+	if last != nil && last.over == read.ResourceVersion {
+		if last.status == statusDigest(computed) {
+			return verdict{}
+		}
+		// The cache has not yet seen that write, so the status read is not
+		// the one to compare with: look again once it has.
+		return verdict{wait: staleRecheck}
 	}
 	if w.interval <= 0 || last == nil || !status.ProgressOnly(&read.Status, computed) {
 		return verdict{cause: statusChange}
