@@ -350,7 +350,10 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 	var progress0 float64
 	if user == userOperator {
 		before, _ = b.op.stats()
-		progress0, _ = b.op.metric(ctx, progressWritesMetric, progressWritesLabel)
+		var err error
+		if progress0, err = b.op.metric(ctx, progressWritesMetric, progressWritesLabel); err != nil {
+			return nil, err
+		}
 	}
 	api0, etcd0 := b.controlPlaneCPU()
 	t0 := time.Now()
