@@ -3,9 +3,11 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,9 +32,46 @@ type Applier struct {
 	// cache miss before an object is created. Defaults to Client.
 	APIReader client.Reader
 
+	// Now is time.Now, replaceable in tests.
+	Now func() time.Time
+
 	// gave holds the fleets this process gave an optional object
 	// (optionalKey → struct{}).
 	gave sync.Map
+	// created holds the objects this process created that its cache has
+	// not shown yet (createdKey → creation), and kinds the kinds it ever
+	// created (kind → struct{}), so Forget knows which keys to drop.
+	created, kinds sync.Map
+}
+
+// createdKey is one fleet's object of one kind.
+type createdKey struct {
+	kind  string
+	fleet types.NamespacedName
+}
+
+// creation is when this process created an object, and for which fleet.
+type creation struct {
+	owner types.UID
+	at    time.Time
+}
+
+// CacheWait bounds how long a pass trusts that an object this process
+// created is on its way to the cache: past it, a miss is taken as the
+// object being gone, and it is created again.
+const CacheWait = 10 * time.Second
+
+// ErrCacheBehind is returned for an object this process created less than
+// CacheWait ago that its cache does not hold yet. The pass read a cache
+// older than its own last pass, so it writes nothing, not even status: the
+// object's creation event requeues the fleet once the cache has it.
+var ErrCacheBehind = errors.New("the cache has not yet shown an object this process created")
+
+func (a *Applier) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
 }
 
 func (a *Applier) apiReader() client.Reader {
@@ -47,6 +86,10 @@ func (a *Applier) Forget(fleet types.NamespacedName) {
 	for _, kind := range optionalKinds {
 		a.gave.Delete(optionalKey{kind, fleet})
 	}
+	a.kinds.Range(func(kind, _ any) bool {
+		a.created.Delete(createdKey{kind.(string), fleet})
+		return true
+	})
 }
 
 // Remembers names what is remembered of the fleet's objects, for tests.
@@ -57,6 +100,12 @@ func (a *Applier) Remembers(fleet types.NamespacedName) []string {
 			out = append(out, "gave "+kind)
 		}
 	}
+	a.kinds.Range(func(kind, _ any) bool {
+		if _, ok := a.created.Load(createdKey{kind.(string), fleet}); ok {
+			out = append(out, "created "+kind.(string))
+		}
+		return true
+	})
 	return out
 }
 
@@ -77,6 +126,12 @@ func (a *Applier) Remembers(fleet types.NamespacedName) []string {
 // object the cache has not seen yet. A new fleet's objects so cost one
 // request each, and a converged fleet never takes that path.
 //
+// A pass that runs before the cache shows what the last one created (its
+// first object's creation event requeues the fleet while the others are on
+// their way) would take that path for each of them, and race the
+// controllers that update them: the miss is ErrCacheBehind instead, until
+// CacheWait has passed.
+//
 // live receives the object as the API server last returned it (the apply's
 // answer, or the cached copy when nothing was sent), so status is computed
 // from the object after this pass, never from the one before it.
@@ -88,11 +143,22 @@ func IfChanged[O client.Object, A interface {
 	extract func(O, string) (A, error),
 ) (created bool, err error) {
 	key := client.ObjectKeyFromObject(mc)
+	memo := createdKey{kind, key}
+	cause := "drifted"
 	switch err := a.Client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
+		if c, ok := a.created.Load(memo); ok {
+			if c := c.(creation); c.owner == mc.UID && a.now().Sub(c.at) < CacheWait {
+				applyRequests.WithLabelValues(kind, applyWaited).Inc()
+				return false, ErrCacheBehind
+			}
+			a.created.Delete(memo)
+		}
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := a.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:
+			a.kinds.Store(kind, struct{}{})
+			a.created.Store(memo, creation{owner: mc.UID, at: a.now()})
 			ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", true)
 			return true, fromApplyConfiguration(desired, live)
 		case !apierrors.IsConflict(err):
@@ -107,6 +173,7 @@ func IfChanged[O client.Object, A interface {
 		case !metav1.IsControlledBy(live, mc):
 			return false, NameConflict(kind, live)
 		default:
+			cause = "ours, not cached yet"
 			// Ours: applied on the condition that it is still the object
 			// read. An empty resourceVersion is no way to drop the
 			// precondition: it is applied as a value, and kinds that refuse
@@ -118,6 +185,7 @@ func IfChanged[O client.Object, A interface {
 	case !metav1.IsControlledBy(live, mc):
 		return false, NameConflict(kind, live)
 	default:
+		a.created.Delete(memo)
 		want, err := digestOf(desired)
 		if err != nil {
 			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
@@ -135,7 +203,7 @@ func IfChanged[O client.Object, A interface {
 	if err := a.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, applyError(kind, key, err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created)
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created, "cause", cause)
 	// The client decoded the API server's answer into desired.
 	return created, fromApplyConfiguration(desired, live)
 }

@@ -2,7 +2,9 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,4 +59,81 @@ func TestOwnObjectTheCacheHasNotSeen(t *testing.T) {
 	g.Expect(created).To(BeFalse(), "it existed")
 	g.Expect(rvs).To(Equal([]string{"42", stored.ResourceVersion}), "create-only first, then on the condition that it is the object read")
 	g.Expect(live.Labels).To(HaveKeyWithValue("a", "b"))
+}
+
+// TestACreationTheCacheHasNotShownWaits: a pass that finds missing from the
+// cache an object this process created sends nothing and says the cache is
+// behind, until the cache shows the object or CacheWait passes; a fleet
+// recreated under the name does not wait on its predecessor's objects.
+func TestACreationTheCacheHasNotShownWaits(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	applies := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			applies++
+			return c.Apply(ctx, obj, opts...)
+		}}).Build()
+	hidden := false // the cache has not shown the object yet
+	cache := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if hidden {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}})
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1", ResourceVersion: "42"}}
+	fleet := client.ObjectKeyFromObject(mc)
+	run := func(a *Applier, mc *cachev1alpha1.Memcached) error {
+		desired := appsv1ac.Deployment("cache", "ns").WithLabels(map[string]string{"a": "b"}).
+			WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("cache.example.com/v1alpha1").WithKind("Memcached").
+				WithName(mc.Name).WithUID(mc.UID).WithController(true))
+		_, err := IfChanged(context.Background(), a, mc, "Deployment", &appsv1.Deployment{}, desired, appsv1ac.ExtractDeployment)
+		return err
+	}
+	newApplier := func() *Applier {
+		return &Applier{Client: cache, APIReader: c, Now: func() time.Time { return now }}
+	}
+
+	a := newApplier()
+	hidden = true
+	g.Expect(run(a, mc)).To(Succeed())
+	g.Expect(applies).To(Equal(1), "created")
+	g.Expect(a.Remembers(fleet)).To(ContainElement("created Deployment"))
+
+	g.Expect(run(a, mc)).To(MatchError(ErrCacheBehind), "the next pass, on a cache that has not shown it")
+	g.Expect(applies).To(Equal(1), "sends nothing")
+
+	now = now.Add(CacheWait - time.Millisecond)
+	g.Expect(run(a, mc)).To(MatchError(ErrCacheBehind), "still within CacheWait")
+	recreated := mc.DeepCopy()
+	recreated.UID = "uid-2"
+	g.Expect(errors.Is(run(a, recreated), ErrCacheBehind)).To(BeFalse(), "a fleet recreated under the name waits on nothing")
+	g.Expect(applies).To(BeNumerically(">", 1))
+
+	a, applies = newApplier(), 0
+	g.Expect(c.Delete(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})).To(Succeed())
+	g.Expect(run(a, mc)).To(Succeed())
+	now = now.Add(CacheWait)
+	g.Expect(errors.Is(run(a, mc), ErrCacheBehind)).To(BeFalse(), "past CacheWait, a miss is an object gone")
+	g.Expect(applies).To(BeNumerically(">", 1), "and it is applied again")
+	g.Expect(a.Remembers(fleet)).NotTo(ContainElement("created Deployment"))
+
+	a, applies = newApplier(), 0
+	g.Expect(c.Delete(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})).To(Succeed())
+	g.Expect(run(a, mc)).To(Succeed())
+	hidden = false
+	g.Expect(run(a, mc)).To(Succeed(), "the cache shows it")
+	g.Expect(a.Remembers(fleet)).NotTo(ContainElement("created Deployment"), "which ends the wait")
+	hidden = true
+	g.Expect(errors.Is(run(a, mc), ErrCacheBehind)).To(BeFalse(), "a later miss is an object deleted, not one on its way")
+
+	a = newApplier()
+	g.Expect(c.Delete(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}})).To(Succeed())
+	g.Expect(run(a, mc)).To(Succeed())
+	g.Expect(a.Remembers(fleet)).To(ContainElement("created Deployment"))
+	a.Forget(fleet)
+	g.Expect(a.Remembers(fleet)).To(BeEmpty(), "Forget drops it")
 }

@@ -8,7 +8,7 @@ import (
 var (
 	applyRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_apply_requests_total",
-		Help: "Server-side applies of owned objects, by kind and result: sent, or skipped because the object already matched (the zero-write property, visible in production).",
+		Help: "Server-side applies of owned objects, by kind and result: sent, skipped because the object already matched (the zero-write property, visible in production), or waited because the cache had not yet shown an object this process created.",
 	}, []string{"kind", "result"})
 	extractions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_apply_extractions_total",
@@ -26,6 +26,7 @@ const (
 const (
 	applySent    = "sent"
 	applySkipped = "skipped"
+	applyWaited  = "waited"
 )
 
 // Collectors are the apply machinery's metrics, for the operator's registry.

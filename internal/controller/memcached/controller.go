@@ -161,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	run := func(name string, p phase) error {
 		err := p(ctx, s)
-		if err != nil && !errors.Is(err, apply.ErrNamespaceTerminating) {
+		if err != nil && !errors.Is(err, apply.ErrNamespaceTerminating) && !errors.Is(err, apply.ErrCacheBehind) {
 			reconcileErrors.WithLabelValues(name, status.Classify([]error{err}).Reason).Inc()
 		}
 		return err
@@ -190,11 +190,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	errs = append(errs, run("endpoints", r.observeEndpoints), run("pods", r.observePods))
 
 	var reported []error
-	terminating := false
+	terminating, behind := false, false
 	for _, err := range errs {
 		switch {
 		case errors.Is(err, apply.ErrNamespaceTerminating):
 			terminating = true
+		case errors.Is(err, apply.ErrCacheBehind):
+			behind = true
 		case err != nil:
 			reported = append(reported, err)
 		}
@@ -204,6 +206,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// else; recreating what it removed would only fail again.
 		ctrl.LoggerFrom(ctx).V(1).Info("Namespace is terminating; leaving the fleet to it")
 		return ctrl.Result{}, nil
+	}
+	if behind {
+		// A status computed from this cache would describe the fleet before
+		// the last pass. The object's creation event brings the fleet back;
+		// the requeue only covers an object deleted before the cache saw it.
+		ctrl.LoggerFrom(ctx).V(1).Info("Cache behind this process's own creations; waiting for it")
+		return ctrl.Result{RequeueAfter: apply.CacheWait}, nil
 	}
 
 	f := status.Classify(reported)
