@@ -114,7 +114,7 @@ func BenchmarkAdmission(b *testing.B) {
 		ctor func(logr.Logger, *admission.Request) logr.Logger
 	}{{"requestLogger", requestLogger}, {"defaultLogConstructor", admission.DefaultLogConstructor}} {
 		for name, wh := range map[string]*admission.Webhook{
-			"mutate":   admission.WithDefaulter[*cachev1alpha1.Memcached](s, &Defaulter{}),
+			"mutate": admission.WithDefaulter[*cachev1alpha1.Memcached](s, &Defaulter{}),
 			"validate": admission.WithValidator[*cachev1alpha1.Memcached](s, &Validator{
 				Limits: policy.Limits{MaxSize: 10}, Defaults: policy.Config{DefaultImage: "memcached:1.6"},
 			}),
