@@ -36,6 +36,8 @@ const (
 	// pathDirect is an AdmissionReview POSTed to the webhook server,
 	// alternating the mutating and the validating endpoint.
 	pathDirect = "webhook endpoint (mutate/validate)"
+	// pathFloor is the same reviews POSTed to the cheapest webhook.
+	pathFloor = "cheapest webhook (fixed answer)"
 )
 
 // maxInFlight bounds the open-loop generator: past it, requests wait (and
@@ -93,7 +95,15 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 			return postReview(ctx, direct, urls[i%2], reviews[i%2])
 		},
 	}
-	for _, path := range []string{pathDirect, pathDryRun} {
+	floor, err := startFloorWebhook(ctx, direct, filepath.Join(b.op.dir, "webhook-certs"), reviews[0])
+	if err != nil {
+		return err
+	}
+	defer floor.stop()
+	paths[pathFloor] = func(ctx context.Context, i int) error {
+		return postReview(ctx, direct, floor.url(), reviews[i%2])
+	}
+	for _, path := range []string{pathDirect, pathFloor, pathDryRun} {
 		// Warm up: TLS connections and the API server's webhook clients
 		// exist before the first measured request.
 		_ = openLoop(ctx, 50, time.Second, paths[path])

@@ -9,6 +9,7 @@
 //	bench down  stop it and remove its data (make bench-cluster-down)
 //	bench run   run the scenarios against it (make bench)
 //	bench plot  redraw the plots and the table of a results.json
+//	bench floor-webhook  serve the cheapest webhook (started by bench run)
 package main
 
 import (
@@ -50,6 +51,8 @@ func main() {
 		err = cmdRun(ctx, args)
 	case "plot":
 		err = cmdPlot(args)
+	case "floor-webhook":
+		err = cmdFloorWebhook(ctx, args)
 	default:
 		err = fmt.Errorf("unknown command %q (up, down, run)", cmd)
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The cheapest webhook allows a review under its own UID, as the API
+// server requires, and refuses what is not a review.
+func TestAllowReviewAnswersWithTheUID(t *testing.T) {
+	reviews, err := admissionReviews("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	allowReview(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(reviews[0]))))
+	var out struct {
+		Response struct {
+			UID     string `json:"uid"`
+			Allowed bool   `json:"allowed"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%v: %s", err, w.Body.String())
+	}
+	if out.Response.UID != "bench-mutate" || !out.Response.Allowed {
+		t.Errorf("answer %s", w.Body.String())
+	}
+	w = httptest.NewRecorder()
+	allowReview(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{")))
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("a broken review got %d", w.Code)
+	}
+}
+
+// The webhook's p99 is set beside the cheapest webhook's at the same rate.
+func TestFloorNote(t *testing.T) {
+	direct := admissionResult{Path: pathDirect, Rate: 200, P50Ms: 1, P99Ms: 3}
+	all := []admissionResult{direct,
+		{Path: pathFloor, Rate: 50, P50Ms: 9, P99Ms: 9},
+		{Path: pathFloor, Rate: 200, P50Ms: 0.5, P99Ms: 2}}
+	if got, want := floorNote(all, direct), "cheapest webhook 2.00 ms, p50 1.00 against 0.50 ms: 1.50 × its p99"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := floorNote(all[:2], direct); got != "" {
+		t.Errorf("without the cheapest webhook at that rate: %q", got)
+	}
+}
