@@ -67,6 +67,13 @@ const CacheWait = 10 * time.Second
 // object's creation event requeues the fleet once the cache has it.
 var ErrCacheBehind = errors.New("the cache has not yet shown an object this process created")
 
+// remember notes that this process created the object, until the cache
+// shows it.
+func (a *Applier) remember(memo createdKey, mc *cachev1alpha1.Memcached) {
+	a.kinds.Store(memo.kind, struct{}{})
+	a.created.Store(memo, creation{owner: mc.UID, at: a.now()})
+}
+
 func (a *Applier) now() time.Time {
 	if a.Now != nil {
 		return a.Now()
@@ -157,8 +164,7 @@ func IfChanged[O client.Object, A interface {
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := a.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:
-			a.kinds.Store(kind, struct{}{})
-			a.created.Store(memo, creation{owner: mc.UID, at: a.now()})
+			a.remember(memo, mc)
 			ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", true)
 			return true, fromApplyConfiguration(desired, live)
 		case !apierrors.IsConflict(err):
@@ -202,6 +208,9 @@ func IfChanged[O client.Object, A interface {
 	applyRequests.WithLabelValues(kind, applySent).Inc()
 	if err := a.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, applyError(kind, key, err)
+	}
+	if created {
+		a.remember(memo, mc)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created, "cause", cause)
 	// The client decoded the API server's answer into desired.
