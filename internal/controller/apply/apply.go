@@ -63,8 +63,8 @@ const CacheWait = 10 * time.Second
 
 // ErrCacheBehind is returned for an object this process created less than
 // CacheWait ago that its cache does not hold yet. The pass read a cache
-// older than its own last pass, so it writes nothing, not even status: the
-// object's creation event requeues the fleet once the cache has it.
+// older than its own last pass, so it writes no status and sends no event:
+// the object's creation event requeues the fleet once the cache has it.
 var ErrCacheBehind = errors.New("the cache has not yet shown an object this process created")
 
 // remember notes that this process created the object, until the cache

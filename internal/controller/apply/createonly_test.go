@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,8 +104,10 @@ func TestACreationTheCacheHasNotShownWaits(t *testing.T) {
 	g.Expect(applies).To(Equal(1), "created")
 	g.Expect(a.Remembers(fleet)).To(ContainElement("created Deployment"))
 
+	waited := testutil.ToFloat64(applyRequests.WithLabelValues("Deployment", applyWaited))
 	g.Expect(run(a, mc)).To(MatchError(ErrCacheBehind), "the next pass, on a cache that has not shown it")
 	g.Expect(applies).To(Equal(1), "sends nothing")
+	g.Expect(testutil.ToFloat64(applyRequests.WithLabelValues("Deployment", applyWaited))-waited).To(Equal(1.0), "and counts the wait")
 
 	now = now.Add(CacheWait - time.Millisecond)
 	g.Expect(run(a, mc)).To(MatchError(ErrCacheBehind), "still within CacheWait")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -453,8 +455,10 @@ func TestPassBeforeTheCacheShowsItsCreationsWritesNothing(t *testing.T) {
 
 	writes.Store(0)
 	hideDeployment.Store(true)
+	failures := reconcileFailures()
 	g.Expect(pass()).To(Equal(ctrl.Result{RequeueAfter: apply.CacheWait}), "looked at again")
 	g.Expect(writes.Load()).To(BeZero(), "a pass on a cache behind its own creations writes nothing")
+	g.Expect(reconcileFailures()).To(Equal(failures), "and counts no failure")
 	g.Expect(recorder.Events).To(BeEmpty())
 
 	hideDeployment.Store(false)
@@ -464,4 +468,19 @@ func TestPassBeforeTheCacheShowsItsCreationsWritesNothing(t *testing.T) {
 	g.Expect(api.Get(ctx, client.ObjectKeyFromObject(mc), got)).To(Succeed())
 	g.Expect(got.Status.Conditions).To(ContainElement(And(
 		HaveField("Type", cachev1alpha1.ConditionDegraded), HaveField("Status", metav1.ConditionFalse))))
+}
+
+// reconcileFailures is the sum of memcached_operator_reconcile_errors_total
+// over every phase and reason.
+func reconcileFailures() float64 {
+	ch := make(chan prometheus.Metric, 100)
+	reconcileErrors.Collect(ch)
+	close(ch)
+	sum := 0.0
+	for m := range ch {
+		var d dto.Metric
+		_ = m.Write(&d)
+		sum += d.GetCounter().GetValue()
+	}
+	return sum
 }
