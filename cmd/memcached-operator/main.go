@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -63,7 +62,6 @@ type options struct {
 	platformAssignsUIDs                    bool
 	memoryTarget, memoryLimit              string
 	gcPercent                              int
-	gcHeadroom                             string
 	certs                                  certOptions
 }
 
@@ -108,7 +106,6 @@ func main() {
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "How far the heap may grow past what is live before the garbage collector runs, in percent (GOGC, which wins when set); lower trades CPU for memory.")
-	fs.StringVar(&o.gcHeadroom, "gc-min-headroom", defaultGCHeadroom, "Least the heap may grow past what is live before the garbage collector runs, whatever --gc-percent gives (not with GOGC set; --memory-target still wins): fewer collections for a small operator, none of which would slow a webhook request. 0: none.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
@@ -146,12 +143,8 @@ func run(o options) error {
 	if o.gcPercent <= 0 {
 		return fmt.Errorf("--gc-percent must be positive, not %d", o.gcPercent)
 	}
-	headroom, err := resource.ParseQuantity(o.gcHeadroom)
-	if err != nil || headroom.Sign() < 0 {
-		return fmt.Errorf("--gc-min-headroom %q must be a quantity of 0 or more", o.gcHeadroom)
-	}
 	_, gogcSet := os.LookupEnv("GOGC")
-	defer applyGCPercent(o.gcPercent, headroom.Value(), gogcSet)()
+	applyGCPercent(o.gcPercent, gogcSet)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))

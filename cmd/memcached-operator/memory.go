@@ -3,12 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -55,74 +52,10 @@ func memoryTarget(target, limit string) (int64, error) {
 const defaultGCPercent = 50
 
 // applyGCPercent sets the collector's heap growth, unless GOGC in the
-// environment set it. With a headroom above 0 the growth is raised after
-// each collection for as long as percent of the live heap is less than
-// headroom bytes; the returned func stops that.
-func applyGCPercent(percent int, headroom int64, gogcSet bool) (stop func()) {
-	if gogcSet {
-		return func() {}
-	}
-	debug.SetGCPercent(percent)
-	if headroom <= 0 {
-		return func() {}
-	}
-	live, set := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, percent
-	return afterEachGC(func() {
-		metrics.Read(live)
-		if p := gcPercentFor(live[0].Value.Uint64(), percent, headroom); p != set {
-			debug.SetGCPercent(p)
-			set = p
-		}
-	})
-}
-
-// defaultGCHeadroom is the least the heap may grow between collections. A
-// small operator's live heap is a few MiB, and half of it is a collection
-// every few webhook requests under load, each one slowing the requests it
-// overlaps; a thousand fleets' half is more than this and is left alone.
-const defaultGCHeadroom = "16Mi"
-
-// maxGCPercent bounds the growth a tiny live heap would otherwise be given.
-const maxGCPercent = 10000
-
-// gcPercentFor is the heap growth, in percent of live bytes, that is at
-// least percent and lets the heap grow by at least headroom bytes.
-func gcPercentFor(live uint64, percent int, headroom int64) int {
-	if headroom <= 0 || live*uint64(percent)/100 >= uint64(headroom) {
-		return percent
-	}
-	if live == 0 {
-		return maxGCPercent
-	}
-	return int(min(uint64(maxGCPercent), (uint64(headroom)*100+live-1)/live))
-}
-
-// gcSentinel is unreachable from its allocation on: its finalizer runs
-// once the collection that finds it has ended. It holds a pointer so that
-// it is not batched with other small objects, which would keep it alive.
-type gcSentinel struct{ _ *byte }
-
-// afterEachGC calls f after every collection until stop is called; once
-// stop has returned, f is not running and never runs again.
-func afterEachGC(f func()) (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	var arm func()
-	arm = func() {
-		runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !stopped {
-				f()
-				arm()
-			}
-		})
-	}
-	arm()
-	return func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
+// environment set it.
+func applyGCPercent(percent int, gogcSet bool) {
+	if !gogcSet {
+		debug.SetGCPercent(percent)
 	}
 }
 

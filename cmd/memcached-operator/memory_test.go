@@ -2,12 +2,8 @@ package main
 
 import (
 	"math"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 func TestMemoryTarget(t *testing.T) {
@@ -57,95 +53,12 @@ func TestApplyMemoryTarget(t *testing.T) {
 
 func TestApplyGCPercent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	applyGCPercent(defaultGCPercent, 0, true)()
+	applyGCPercent(defaultGCPercent, true)
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("--gc-percent overrode GOGC: %d", got)
 	}
-	applyGCPercent(defaultGCPercent, 0, false)()
+	applyGCPercent(defaultGCPercent, false)
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("GC percent %d, want %d", got, defaultGCPercent)
-	}
-}
-
-func TestGCPercentFor(t *testing.T) {
-	const mi = 1 << 20
-	for _, c := range []struct {
-		live     uint64
-		percent  int
-		headroom int64
-		want     int
-	}{
-		{6 * mi, 50, 0, 50},            // no headroom asked
-		{40 * mi, 50, 16 * mi, 50},     // half of a large heap is more
-		{32 * mi, 50, 16 * mi, 50},     // exactly enough
-		{6 * mi, 50, 16 * mi, 267},     // 16 MiB past 6, rounded up
-		{16 * mi, 400, 16 * mi, 400},   // a higher --gc-percent is kept
-		{1, 50, 16 * mi, maxGCPercent}, // a tiny heap is bounded
-		{0, 50, 16 * mi, maxGCPercent},
-	} {
-		if got := gcPercentFor(c.live, c.percent, c.headroom); got != c.want {
-			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.live, c.percent, c.headroom, got, c.want)
-		}
-		if got := gcPercentFor(c.live, c.percent, c.headroom); c.headroom > 0 && c.live > 0 && got < maxGCPercent &&
-			c.live*uint64(got)/100 < uint64(c.headroom) {
-			t.Errorf("gcPercentFor(%d, %d, %d) = %d leaves less than the headroom", c.live, c.percent, c.headroom, got)
-		}
-	}
-}
-
-// gogc reads the collector's growth percent without setting it.
-func gogc() int64 {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
-}
-
-func TestHeadroomRaisesGrowthAfterACollection(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	// A test binary's live heap is well under a GiB: 50 % of it is less.
-	stop := applyGCPercent(50, 1<<30, false)
-	defer stop()
-	if got := gogc(); got != 50 {
-		t.Fatalf("growth %d before any collection, want 50", got)
-	}
-	collected(t)
-	if got := gogc(); got <= 50 {
-		t.Fatalf("growth %d after a collection, want it raised for the headroom", got)
-	}
-}
-
-func TestAfterEachGCStops(t *testing.T) {
-	var calls atomic.Int32
-	stop := afterEachGC(func() { calls.Add(1) })
-	collected(t)
-	if calls.Load() == 0 {
-		t.Fatal("not called after a collection")
-	}
-	stop()
-	n := calls.Load()
-	collected(t)
-	collected(t)
-	if got := calls.Load(); got != n {
-		t.Errorf("called %d times after stop", got-n)
-	}
-}
-
-// collected returns once a collection has run and the finalizers it queued
-// have: they run one at a time, so the one set here runs after those queued
-// before it.
-func collected(t *testing.T) {
-	t.Helper()
-	done := make(chan struct{})
-	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) { close(done) })
-	deadline := time.After(30 * time.Second)
-	for {
-		runtime.GC()
-		select {
-		case <-done:
-			return
-		case <-deadline:
-			t.Fatal("no collection ran the finalizers")
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }
