@@ -78,6 +78,19 @@ k8s_ldflags() {
 }
 
 go_k8s() { (cd "$HERE/build/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$OUT" "k8s.io/kubernetes/cmd/$1"); }
+# The kubelet, built against a patched copy of the module that
+# patch-kubelet.sh makes from the module cache: it reads a restarted
+# container's memory usage from its running instance, not a stopped one.
+go_kubelet() {
+  local dir=$HERE/build/kubernetes tmp rc=0
+  tmp=$(mktemp -d)
+  "$dir/patch-kubelet.sh" "$tmp" >/dev/null || rc=$?
+  if ((rc == 0)); then
+    (cd "$dir" && go build -modfile "$tmp/go.mod" -ldflags "$(k8s_ldflags)" -o "$OUT" k8s.io/kubernetes/cmd/kubelet) || rc=$?
+  fi
+  rm -rf "$tmp"
+  return "$rc"
+}
 go_coredns() { (cd "$HERE/build/coredns" && go build -ldflags "-s -w" -o "$OUT" ./cmd/coredns); }
 # cert-manager's mains live in modules the proxy cannot serve; hack/build/cert-manager
 # has small mains over the cert-manager module's packages (CA and self-signed
@@ -190,8 +203,10 @@ path_of() {
   local name=$1
   case $name in
     etcd) local d="$STORE/etcd/$ETCD_VERSION/etcd"; build etcd "$d" go_etcd ;;
-    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet|kube-proxy)
+    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kube-proxy)
       local d="$STORE/kubernetes/$K8S_VERSION/$name"; build "$name" "$d" go_k8s "$name" ;;
+    kubelet)
+      local d="$STORE/kubernetes/$K8S_VERSION-kubelet-$KUBELET_BUILD/kubelet"; build kubelet "$d" go_kubelet ;;
     controller-gen)
       local d="$STORE/tools/controller-gen-$CONTROLLER_GEN_VERSION"
       build "$name" "$d" go_install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION" ;;
