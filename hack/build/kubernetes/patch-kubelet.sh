@@ -12,9 +12,9 @@
 # container (no metrics, so no memory), and matches them to containers by
 # name. When that instance comes after the running one, its empty stats fail
 # the check ("missing container memory usage") and the limit is never
-# lowered: the e2e cache suite's warm fleet, restarted in place before, hit
-# it. The patch skips stats of any instance but the newest of each name, as
-# the kubelet's pod stats listing already does. Everything else is upstream's.
+# lowered; a warm fleet's pods have restarted in place before a shrink. The
+# patch skips stats of any instance but the newest of each name, as the
+# kubelet's pod stats listing already does. Everything else is upstream's.
 set -euo pipefail
 out=${1:?usage: patch-kubelet.sh DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
