@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -322,4 +324,47 @@ func TestAPIServerCPURatio(t *testing.T) {
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "API server CPU, converge: operator / cheapest client"),
 		HaveField("Value", "16.0 CPU s / 10.0 CPU s = 1.60"), HaveField("Met", HaveValue(BeFalse())))))
+}
+
+// TestUserWriteRetriesOnlyAStaleWebhookConnection: a fleet write is sent a
+// second time only when the API server's webhook call met a closed
+// connection, and only once.
+func TestUserWriteRetriesOnlyAStaleWebhookConnection(t *testing.T) {
+	const call = `failed calling webhook "mutate.memcached.cache.example.com": failed to call webhook: Post "https://127.0.0.1:33963/mutate?timeout=10s": `
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{"broken pipe", apierrors.NewInternalError(errors.New(call + "write tcp 127.0.0.1:60546->127.0.0.1:33963: write: broken pipe")), 2},
+		{"reset", apierrors.NewInternalError(errors.New(call + "read tcp 127.0.0.1:60546->127.0.0.1:33963: read: connection reset by peer")), 2},
+		{"EOF", apierrors.NewInternalError(errors.New(call + "EOF")), 2},
+		{"webhook down", apierrors.NewInternalError(errors.New(call + "dial tcp 127.0.0.1:33963: connect: connection refused")), 1},
+		{"denied", apierrors.NewForbidden(cachev1alpha1.GroupVersion.WithResource("memcacheds").GroupResource(), "cache-0001", errors.New("write: broken pipe")), 1},
+		{"internal, no webhook", apierrors.NewInternalError(errors.New("etcdserver: write: broken pipe")), 1},
+		{"success", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			before := staleWebhookConnRetries.Load()
+			calls := 0
+			err := userWrite("test", func() error { calls++; return tc.err })
+			g.Expect(calls).To(Equal(tc.calls))
+			g.Expect(staleWebhookConnRetries.Load() - before).To(BeEquivalentTo(tc.calls - 1))
+			if tc.err == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(MatchError(tc.err))
+			}
+		})
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	g := NewWithT(t)
+	file := filepath.Join(t.TempDir(), "log")
+	g.Expect(os.WriteFile(file, []byte("a webhook 1\nb\nc webhook 2\nd webhook 3\n"), 0o600)).To(Succeed())
+	g.Expect(lastLines(file, 2, "webhook")).To(Equal("c webhook 2\nd webhook 3\n"))
+	g.Expect(lastLines(file, 9, "")).To(Equal("a webhook 1\nb\nc webhook 2\nd webhook 3\n"))
+	g.Expect(lastLines(filepath.Join(t.TempDir(), "none"), 2, "")).To(ContainSubstring("no such file"))
 }

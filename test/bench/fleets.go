@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,6 +56,36 @@ func deleteNamespace(ctx context.Context, c client.Client, ns string, timeout ti
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// staleWebhookConnRetries counts the user's writes the bench sent a second
+// time because the API server's call to a webhook failed on a connection
+// the webhook server had already closed: a keep-alive race between the two
+// that a user of kubectl answers by trying again. The table prints it.
+var staleWebhookConnRetries atomic.Int64
+
+// isStaleWebhookConn reports whether err is the API server failing to call
+// a webhook over a connection the other end had closed.
+func isStaleWebhookConn(err error) bool {
+	if !apierrors.IsInternalError(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed calling webhook") &&
+		(strings.Contains(msg, "write: broken pipe") || strings.Contains(msg, "connection reset by peer") || strings.HasSuffix(msg, ": EOF"))
+}
+
+// userWrite makes one of the user's writes, sent once more when the API
+// server's webhook call met a closed connection: the write was refused in
+// admission, so nothing was stored and a second try is safe.
+func userWrite(what string, write func() error) error {
+	err := write()
+	if isStaleWebhookConn(err) {
+		staleWebhookConnRetries.Add(1)
+		logf("%s: the API server's webhook call met a closed connection; trying once more: %v", what, err)
+		err = write()
+	}
+	return err
 }
 
 // parallel runs f(0..n-1) with at most userConcurrency at once and returns
@@ -108,7 +140,7 @@ func createFleets(ctx context.Context, c client.Client, ns string, n int, size i
 			// bench's operator has no --exporter-image to default it from.
 			mc.Spec.WarmRestart = &cachev1alpha1.WarmRestartSpec{Enabled: true, LauncherImage: ptr.To("memcached-operator:bench")}
 		}
-		if err := c.Create(ctx, mc); err != nil {
+		if err := userWrite("creating Memcached "+mc.Name, func() error { return c.Create(ctx, mc) }); err != nil {
 			return fmt.Errorf("creating Memcached %s: %w", mc.Name, err)
 		}
 		return nil
@@ -120,7 +152,7 @@ func resizeFleets(ctx context.Context, c client.Client, ns string, n int, size i
 	return parallel(ctx, n, func(ctx context.Context, i int) error {
 		mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: fleetName(i), Namespace: ns}}
 		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"size":%d}}`, size))
-		if err := c.Patch(ctx, mc, patch); err != nil {
+		if err := userWrite("resizing Memcached "+mc.Name, func() error { return c.Patch(ctx, mc, patch) }); err != nil {
 			return fmt.Errorf("resizing Memcached %s: %w", mc.Name, err)
 		}
 		return nil

@@ -227,6 +227,20 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 	return nil
 }
 
+// state says whether the operator runs, or how it ended when it exited on
+// its own: what a failed run prints, since CI keeps only the bench's output.
+func (o *operatorProc) state() string {
+	if o.cmd == nil {
+		return "operator: not running"
+	}
+	select {
+	case <-o.exited:
+		return fmt.Sprintf("operator: exited on its own (pid %d): %v", o.cmd.Process.Pid, o.cmd.ProcessState)
+	default:
+		return fmt.Sprintf("operator: running (pid %d)", o.cmd.Process.Pid)
+	}
+}
+
 // stop sends SIGTERM to the operator (by its PID) and waits for it to exit.
 func (o *operatorProc) stop() error {
 	if o.cmd == nil {

@@ -64,6 +64,9 @@ type results struct {
 	// CacheCost is what the operator's cache holds a fleet once converged,
 	// kind by kind (cacheCost).
 	CacheCost []kindCost `json:"cacheCost,omitempty"`
+	// StaleWebhookConnRetries counts the fleet writes sent again after a
+	// webhook connection the API server found closed (userWrite).
+	StaleWebhookConnRetries int64 `json:"staleWebhookConnRetries"`
 }
 
 func newResults(f runFlags, s *clusterState) *results {
@@ -328,6 +331,8 @@ func (r *results) evaluate() {
 				Limit: "0", Met: check(a.Errors == 0), Correctness: true})
 		}
 	}
+	add(target{Name: "fleet creates and resizes sent again (API server's webhook call met a closed connection)",
+		Value: strconv.FormatInt(r.StaleWebhookConnRetries, 10), Limit: "reported"})
 }
 
 // floorNote sets a webhook latency beside the cheapest webhook's at the
@@ -530,6 +535,7 @@ func (b *bench) report() error {
 	r := b.res
 	r.WallSeconds = time.Since(b.wallT0).Seconds()
 	r.LoadAverage = append(r.LoadAverage[:1], loadAvg())
+	r.StaleWebhookConnRetries = staleWebhookConnRetries.Load()
 	r.evaluate()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -99,6 +99,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = b.op.stop() }()
 	runErr := b.run(ctx)
+	if runErr != nil {
+		b.explain()
+	}
 	if err := b.report(); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -109,6 +112,31 @@ func cmdRun(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// explain prints what a failed run's cause may be read from: the
+// operator's state, the end of its log and the API server's last lines about
+// webhooks. CI keeps only the bench's output, not its files.
+func (b *bench) explain() {
+	logf("%s", b.op.state())
+	logf("end of %s:\n%s", filepath.Join(b.op.dir, "operator.log"), lastLines(filepath.Join(b.op.dir, "operator.log"), 40, ""))
+	apiLog := filepath.Join(b.s.Dir, "logs", "kube-apiserver.log")
+	logf("last lines about webhooks in %s:\n%s", apiLog, lastLines(apiLog, 20, "webhook"))
+}
+
+// lastLines returns the last n lines of file that contain substr.
+func lastLines(file string, n int, substr string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	var keep []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, substr) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-n):], "")
 }
 
 // bench is one `bench run`.
