@@ -49,3 +49,29 @@ func TestFloorNote(t *testing.T) {
 		t.Errorf("without the cheapest webhook at that rate: %q", got)
 	}
 }
+
+// The webhook's p99 at 200/s is judged against 3 ms outside CI, and only
+// reported in CI.
+func TestWebhookP99Target(t *testing.T) {
+	for _, tc := range []struct {
+		p99  float64
+		ci   bool
+		want string
+	}{{2.99, false, "yes"}, {3.01, false, "no"}, {3.01, true, "none"}} {
+		r := &results{Admission: []admissionResult{{Path: pathDirect, Rate: 200, P99Ms: tc.p99}}}
+		r.Config.CI = tc.ci
+		r.evaluate()
+		got := "missing"
+		for _, tg := range r.Targets {
+			if tg.Name == "admission p99 at 200/s, webhook endpoint" {
+				got = map[bool]string{true: "yes", false: "no"}[tg.Met != nil && *tg.Met]
+				if tg.Met == nil {
+					got = "none"
+				}
+			}
+		}
+		if got != tc.want {
+			t.Errorf("p99 %.2f ms, ci %t: met %s, want %s", tc.p99, tc.ci, got, tc.want)
+		}
+	}
+}

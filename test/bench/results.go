@@ -319,7 +319,7 @@ func (r *results) evaluate() {
 	}
 	for _, a := range r.Admission {
 		if a.Rate == 200 && a.Path == pathDirect {
-			add(target{Name: "admission p99 at 200/s, webhook endpoint", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "≤ 5 ms", Met: timing(a.P99Ms <= 5),
+			add(target{Name: "admission p99 at 200/s, webhook endpoint", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "≤ 3 ms", Met: timing(a.P99Ms <= 3),
 				Note: floorNote(r.Admission, a)})
 		}
 		if a.Rate == 200 && a.Path == pathDryRun {
