@@ -44,6 +44,9 @@ const (
 	pathDirect = "webhook endpoint (mutate/validate)"
 	// pathFloor is the same reviews POSTed to the cheapest webhook.
 	pathFloor = "cheapest webhook (fixed answer)"
+	// pathHandlers is the same reviews POSTed to the operator's handlers on
+	// controller-runtime's webhook server, in a process with nothing else.
+	pathHandlers = "operator's handlers alone"
 )
 
 // maxInFlight bounds the open-loop generator: past it, requests wait (and
@@ -109,7 +112,15 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 	paths[pathFloor] = func(ctx context.Context, i int) error {
 		return postReview(ctx, direct, floor.url(), reviews[i%2])
 	}
-	for _, path := range []string{pathDirect, pathFloor, pathDryRun} {
+	handlers, err := startWebhookProc(ctx, direct, "handler-webhook", filepath.Join(b.op.dir, "webhook-certs"), webhooks.MutatePath, reviews[0])
+	if err != nil {
+		return err
+	}
+	defer handlers.stop()
+	paths[pathHandlers] = func(ctx context.Context, i int) error {
+		return postReview(ctx, direct, fmt.Sprintf("https://127.0.0.1:%d%s", handlers.port, []string{webhooks.MutatePath, webhooks.ValidatePath}[i%2]), reviews[i%2])
+	}
+	for _, path := range []string{pathDirect, pathHandlers, pathFloor, pathDryRun} {
 		// Warm up: TLS connections and the API server's webhook clients
 		// exist before the first measured request.
 		_ = openLoop(ctx, 50, time.Second, paths[path])
@@ -329,9 +340,16 @@ func allowReview(w http.ResponseWriter, r *http.Request) {
 type floorWebhook struct {
 	cmd  *exec.Cmd
 	port int
+	path string
 }
 
 func startFloorWebhook(ctx context.Context, hc *http.Client, certDir string, review []byte) (*floorWebhook, error) {
+	return startWebhookProc(ctx, hc, "floor-webhook", certDir, "/", review)
+}
+
+// startWebhookProc starts the bench's own subcommand sub serving webhooks
+// and waits until it answers review on path.
+func startWebhookProc(ctx context.Context, hc *http.Client, sub, certDir, path string, review []byte) (*floorWebhook, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -340,13 +358,13 @@ func startFloorWebhook(ctx context.Context, hc *http.Client, certDir string, rev
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "floor-webhook", "-port", strconv.Itoa(port), "-cert-dir", certDir)
+	cmd := exec.Command(self, sub, "-port", strconv.Itoa(port), "-cert-dir", certDir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	f := &floorWebhook{cmd: cmd, port: port}
+	f := &floorWebhook{cmd: cmd, port: port, path: path}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := postReview(ctx, hc, f.url(), review)
@@ -355,7 +373,7 @@ func startFloorWebhook(ctx context.Context, hc *http.Client, certDir string, rev
 		}
 		if time.Now().After(deadline) {
 			f.stop()
-			return nil, fmt.Errorf("the cheapest webhook did not answer: %w", err)
+			return nil, fmt.Errorf("bench %s did not answer: %w", sub, err)
 		}
 		select { // polling a condition: the server is up
 		case <-ctx.Done():
@@ -366,7 +384,7 @@ func startFloorWebhook(ctx context.Context, hc *http.Client, certDir string, rev
 	}
 }
 
-func (f *floorWebhook) url() string { return fmt.Sprintf("https://127.0.0.1:%d/", f.port) }
+func (f *floorWebhook) url() string { return fmt.Sprintf("https://127.0.0.1:%d%s", f.port, f.path) }
 
 func (f *floorWebhook) stop() {
 	_ = f.cmd.Process.Signal(syscall.SIGTERM)

@@ -48,6 +48,10 @@ func TestFloorNote(t *testing.T) {
 	if got := floorNote(all[:2], direct); got != "" {
 		t.Errorf("without the cheapest webhook at that rate: %q", got)
 	}
+	all = append(all, admissionResult{Path: pathHandlers, Rate: 200, P50Ms: 0.75, P99Ms: 2.5})
+	if got, want := floorNote(all, direct), "cheapest webhook 2.00 ms, p50 1.00 against 0.50 ms: 1.50 × its p99; the operator's handlers alone 2.50 ms (p50 0.75)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }
 
 // The webhook's p99 at 200/s is judged against 3 ms outside CI, and only

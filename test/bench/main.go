@@ -10,6 +10,7 @@
 //	bench run   run the scenarios against it (make bench)
 //	bench plot  redraw the plots and the table of a results.json
 //	bench floor-webhook  serve the cheapest webhook (started by bench run)
+//	bench handler-webhook  serve the operator's webhook handlers alone (started by bench run)
 package main
 
 import (
@@ -53,6 +54,8 @@ func main() {
 		err = cmdPlot(args)
 	case "floor-webhook":
 		err = cmdFloorWebhook(ctx, args)
+	case "handler-webhook":
+		err = cmdHandlerWebhook(ctx, args)
 	default:
 		err = fmt.Errorf("unknown command %q (up, down, run)", cmd)
 	}

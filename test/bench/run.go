@@ -115,13 +115,13 @@ func cmdRun(ctx context.Context, args []string) error {
 }
 
 // explain prints what a failed run's cause may be read from: the
-// operator's state, the end of its log and the API server's last lines about
-// webhooks. CI keeps only the bench's output, not its files.
+// operator's state, the end of its log and the API server's last failed
+// webhook calls. CI keeps only the bench's output, not its files.
 func (b *bench) explain() {
 	logf("%s", b.op.state())
 	logf("end of %s:\n%s", filepath.Join(b.op.dir, "operator.log"), lastLines(filepath.Join(b.op.dir, "operator.log"), 40, ""))
 	apiLog := filepath.Join(b.s.Dir, "logs", "kube-apiserver.log")
-	logf("last lines about webhooks in %s:\n%s", apiLog, lastLines(apiLog, 20, "webhook"))
+	logf("last failed webhook calls in %s:\n%s", apiLog, lastLines(apiLog, 20, "alling webhook"))
 }
 
 // lastLines returns the last n lines of file that contain substr.

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/webhooks"
+)
+
+// cmdHandlerWebhook serves the operator's mutating and validating handlers
+// on controller-runtime's webhook server in a process with nothing else in
+// it (no manager, caches or controllers): what the handlers cost, apart
+// from what the rest of the operator's process adds.
+func cmdHandlerWebhook(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("handler-webhook", flag.ExitOnError)
+	port := fs.Int("port", 0, "Port on 127.0.0.1.")
+	certDir := fs.String("cert-dir", "", "Folder with tls.crt and tls.key.")
+	_ = fs.Parse(args)
+	s := runtime.NewScheme()
+	if err := cachev1alpha1.AddToScheme(s); err != nil {
+		return err
+	}
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}})
+	// The operator's defaults, as the bench runs it.
+	defaults := policy.Config{DefaultImage: "memcached:1.6"}
+	srv.Register(webhooks.MutatePath, admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: defaults}))
+	srv.Register(webhooks.ValidatePath, admission.WithValidator[*cachev1alpha1.Memcached](s, &webhooks.Validator{Limits: policy.Limits{MaxSize: 1000}, Defaults: defaults}))
+	return srv.Start(ctx)
+}
