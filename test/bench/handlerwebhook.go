@@ -29,9 +29,8 @@ func cmdHandlerWebhook(ctx context.Context, args []string) error {
 	}
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}})
-	// The operator's defaults, as the bench runs it.
-	defaults := policy.Config{DefaultImage: "memcached:1.6"}
-	srv.Register(webhooks.MutatePath, admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: defaults}))
-	srv.Register(webhooks.ValidatePath, admission.WithValidator[*cachev1alpha1.Memcached](s, &webhooks.Validator{Limits: policy.Limits{MaxSize: 1000}, Defaults: defaults}))
+	srv.Register(webhooks.MutatePath, admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: operatorDefaults}))
+	srv.Register(webhooks.ValidatePath, admission.WithValidator[*cachev1alpha1.Memcached](s,
+		&webhooks.Validator{Limits: policy.Limits{MaxSize: operatorMaxSize}, Defaults: operatorDefaults}))
 	return srv.Start(ctx)
 }

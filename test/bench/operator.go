@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/webhooks"
 )
 
@@ -53,6 +54,15 @@ const (
 	operatorMemoryTarget = "90%"
 	operatorMemoryLimit  = "256Mi"
 )
+
+// operatorDefaults are the defaults the bench runs the operator with
+// (--default-image; its other defaults are the flags' own), which the
+// reference and the operator's handlers alone complete a spec with too.
+var operatorDefaults = policy.Config{DefaultImage: "memcached:1.6"}
+
+// operatorMaxSize is the operator's --max-size in the bench: webhooks may
+// only judge what the CRD schema allows, up to 1000.
+const operatorMaxSize = 1000
 
 func newOperatorProc(s *clusterState, bin, dir string, flags, env []string) (*operatorProc, error) {
 	o := &operatorProc{bin: bin, dir: dir, kubeconfig: s.kubeconfig(userOperator), flags: flags, env: env}
@@ -194,8 +204,7 @@ func (o *operatorProc) start(ctx context.Context, namespace string, workers int,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", o.probePort),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", o.metricsPort), "--metrics-secure=false",
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", o.pprofPort),
-		// Webhooks may only judge what the CRD schema allows, up to 1000.
-		"--max-size=1000",
+		fmt.Sprintf("--max-size=%d", operatorMaxSize), "--default-image=" + operatorDefaults.DefaultImage,
 		"--memory-target=" + operatorMemoryTarget, "--memory-limit=" + limit,
 	}, append(o.flags, extra...)...)
 	_, _ = fmt.Fprintf(logFile, "\n===== %s memcached-operator %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))

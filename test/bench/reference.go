@@ -155,7 +155,7 @@ func (r *reference) sync(ctx context.Context, name string) error {
 	if err := r.cache.Get(ctx, key, mc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	spec := *policy.Resolve(&mc.Spec, policy.Config{DefaultImage: "memcached:1.6"})
+	spec := *policy.Resolve(&mc.Spec, operatorDefaults)
 	r.mu.Lock()
 	applied, reported := r.applied[name], r.reported[name]
 	r.mu.Unlock()
