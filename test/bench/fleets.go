@@ -60,8 +60,8 @@ func deleteNamespace(ctx context.Context, c client.Client, ns string, timeout ti
 
 // staleWebhookConnRetries counts the user's writes the bench sent a second
 // time because the API server's call to a webhook failed on a connection
-// the webhook server had already closed: a keep-alive race between the two
-// that a user of kubectl answers by trying again. The table prints it.
+// the webhook server had already closed. The API server makes the call
+// once; a user of kubectl answers by trying again. The table prints it.
 var staleWebhookConnRetries atomic.Int64
 
 // isStaleWebhookConn reports whether err is the API server failing to call
