@@ -368,3 +368,21 @@ func TestLastLines(t *testing.T) {
 	g.Expect(lastLines(file, 9, "")).To(Equal("a webhook 1\nb\nc webhook 2\nd webhook 3\n"))
 	g.Expect(lastLines(filepath.Join(t.TempDir(), "none"), 2, "")).To(ContainSubstring("no such file"))
 }
+
+// A failed run names the operator's state, the end of its log and the API
+// server's failed webhook calls, and nothing else of the API server's log.
+func TestExplain(t *testing.T) {
+	g := NewWithT(t)
+	opDir, clusterDir := t.TempDir(), t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(opDir, "operator.log"), []byte("started\nwebhook served\n"), 0o600)).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(clusterDir, "logs"), 0o700)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(clusterDir, "logs", "kube-apiserver.log"), []byte(
+		"I flags.go] FLAG: --audit-webhook-mode=\"batch\"\n"+
+			"W dispatcher.go] Failed calling webhook, failing closed mutate.memcached.cache.example.com: write: broken pipe\n"), 0o600)).To(Succeed())
+	b := &bench{op: &operatorProc{dir: opDir}, s: &clusterState{Dir: clusterDir}}
+	out := b.explain()
+	g.Expect(out).To(HavePrefix("operator: not running\n"))
+	g.Expect(out).To(ContainSubstring("started\nwebhook served\n"))
+	g.Expect(out).To(ContainSubstring("Failed calling webhook, failing closed mutate.memcached.cache.example.com: write: broken pipe"))
+	g.Expect(out).NotTo(ContainSubstring("FLAG"))
+}

@@ -100,7 +100,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	defer func() { _ = b.op.stop() }()
 	runErr := b.run(ctx)
 	if runErr != nil {
-		b.explain()
+		logf("%s", b.explain())
 	}
 	if err := b.report(); err != nil {
 		return errors.Join(runErr, err)
@@ -114,14 +114,14 @@ func cmdRun(ctx context.Context, args []string) error {
 	return nil
 }
 
-// explain prints what a failed run's cause may be read from: the
-// operator's state, the end of its log and the API server's last failed
-// webhook calls. CI keeps only the bench's output, not its files.
-func (b *bench) explain() {
-	logf("%s", b.op.state())
-	logf("end of %s:\n%s", filepath.Join(b.op.dir, "operator.log"), lastLines(filepath.Join(b.op.dir, "operator.log"), 40, ""))
+// explain says what a failed run's cause may be read from: the operator's
+// state, the end of its log and the API server's last failed webhook calls.
+// CI keeps only the bench's output, not its files.
+func (b *bench) explain() string {
+	opLog := filepath.Join(b.op.dir, "operator.log")
 	apiLog := filepath.Join(b.s.Dir, "logs", "kube-apiserver.log")
-	logf("last failed webhook calls in %s:\n%s", apiLog, lastLines(apiLog, 20, "alling webhook"))
+	return fmt.Sprintf("%s\nend of %s:\n%slast failed webhook calls in %s:\n%s",
+		b.op.state(), opLog, lastLines(opLog, 40, ""), apiLog, lastLines(apiLog, 20, "alling webhook"))
 }
 
 // lastLines returns the last n lines of file that contain substr.
