@@ -38,10 +38,11 @@ func ours(fields string) metav1.ManagedFieldsEntry {
 		Time: &at, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
-// stored is a Deployment as the API server returns it after the operator
-// applied build(replicas, image), with the deployment controller's status
-// entry beside the operator's.
-func stored(replicas int32, image string) *appsv1.Deployment {
+// stored is a Deployment of 3 replicas as the API server returns it after
+// the operator applied build(3, image), with the deployment controller's
+// status entry beside the operator's.
+func stored(image string) *appsv1.Deployment {
+	const replicas int32 = 3
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "dep-1", Generation: 1, ResourceVersion: "1",
 			Labels:          map[string]string{"app": "cache"},
@@ -76,7 +77,7 @@ func keepDeployment() func(any) (any, error) {
 func TestKeepAppliedKeepsADigestForTheManagedFields(t *testing.T) {
 	g := NewWithT(t)
 	keep := keepDeployment()
-	out, err := keep(stored(3, "memcached:1.6"))
+	out, err := keep(stored("memcached:1.6"))
 	g.Expect(err).NotTo(HaveOccurred())
 	cached := out.(*appsv1.Deployment)
 	g.Expect(cached.ManagedFields).To(BeEmpty())
@@ -91,7 +92,7 @@ func TestKeepAppliedKeepsADigestForTheManagedFields(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(cached), "idempotent")
 
-	other, _ := keep(stored(3, "memcached:1.7"))
+	other, _ := keep(stored("memcached:1.7"))
 	g.Expect(other.(*appsv1.Deployment).Annotations[AppliedDigest]).NotTo(Equal(want), "another applied image, another digest")
 }
 
@@ -146,21 +147,21 @@ func TestIfChangedComparesDigests(t *testing.T) {
 	}
 	skipped, applied, extractedOnly := [2]bool{false, false}, [2]bool{false, true}, [2]bool{true, false}
 
-	cacheAs(stored(3, "memcached:1.6"))
+	cacheAs(stored("memcached:1.6"))
 	g.Expect(pass(3, "memcached:1.6")).To(Equal(skipped), "the cached digest matches: nothing extracted, nothing sent")
 	g.Expect(pass(5, "memcached:1.6")).To(Equal(applied), "a new desired object")
 
-	edited := stored(3, "memcached:evil")
+	edited := stored("memcached:evil")
 	edited.ManagedFields[0] = ours(`{"f:metadata":{"f:labels":{"f:app":{}},"f:ownerReferences":{"k:{\"uid\":\"uid-1\"}":{}}},"f:spec":{"f:replicas":{}}}`)
 	cacheAs(edited)
 	g.Expect(pass(3, "memcached:1.6")).To(Equal(applied), "an edit took the image from us: applied again")
 
-	reset := stored(3, "memcached:1.6")
+	reset := stored("memcached:1.6")
 	reset.ManagedFields = nil
 	cacheAs(reset)
 	g.Expect(pass(3, "memcached:1.6")).To(Equal(applied), "managed fields reset: nothing is known to be ours")
 
-	live = stored(3, "memcached:1.6")
+	live = stored("memcached:1.6")
 	g.Expect(pass(3, "memcached:1.6")).To(Equal(extractedOnly), "an object read whole is extracted, and matches")
 	live.ManagedFields[0] = ours(`{"f:spec":{"f:replicas":{}}}`)
 	g.Expect(pass(3, "memcached:1.6")).To(Equal([2]bool{true, true}))
