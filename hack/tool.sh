@@ -206,7 +206,9 @@ path_of() {
     kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kube-proxy)
       local d="$STORE/kubernetes/$K8S_VERSION/$name"; build "$name" "$d" go_k8s "$name" ;;
     kubelet)
-      local d="$STORE/kubernetes/$K8S_VERSION-kubelet-$KUBELET_BUILD/kubelet"; build kubelet "$d" go_kubelet ;;
+      # Keyed by the patch script's content: a changed patch is a new build.
+      local patch; patch=$(sha256sum "$HERE/build/kubernetes/patch-kubelet.sh" | cut -c1-12)
+      local d="$STORE/kubernetes/$K8S_VERSION-kubelet-$patch/kubelet"; build kubelet "$d" go_kubelet ;;
     controller-gen)
       local d="$STORE/tools/controller-gen-$CONTROLLER_GEN_VERSION"
       build "$name" "$d" go_install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION" ;;
