@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strings"
@@ -35,10 +39,14 @@ type kindCost struct {
 // own transform (memcached.CacheOptions) and kept; the heap it adds, after a
 // collection, is its cost. The operator's own heap also holds indexes, queues
 // and garbage between collections: this is what the objects alone weigh.
+// The decoding runs in a child process (bench cache-cost) with nothing else
+// in it: in the bench's own process, its watchers' heap moves between two
+// collections by more than a kind's objects weigh.
 func (b *bench) cacheCost(ctx context.Context, ns string, fleets int) ([]kindCost, error) {
 	if fleets <= 0 {
 		return nil, nil
 	}
+	var in []kindObjects
 	var out []kindCost
 	for obj, by := range memcached.CacheOptions(nil).ByObject {
 		gvk, err := apiutil.GVKForObject(obj, scheme)
@@ -57,23 +65,96 @@ func (b *bench) cacheCost(ctx context.Context, ns string, fleets int) ([]kindCos
 		if len(list.Items) == 0 {
 			continue
 		}
-		raw := make([][]byte, len(list.Items))
+		k := kindObjects{Kind: gvk.Kind, Objects: make([]json.RawMessage, len(list.Items))}
 		jsonBytes := 0
 		for i := range list.Items {
-			if raw[i], err = json.Marshal(list.Items[i].Object); err != nil {
+			if k.Objects[i], err = json.Marshal(list.Items[i].Object); err != nil {
 				return nil, err
 			}
-			jsonBytes += len(raw[i])
+			jsonBytes += len(k.Objects[i])
 		}
-		added, err := decodedSize(raw, obj, by.Transform)
-		if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", gvk.Kind, err)
-		}
-		out = append(out, kindCost{Kind: gvk.Kind, Objects: len(raw),
-			BytesPerFleet: float64(added) / float64(fleets), JSONBytesPerFleet: float64(jsonBytes) / float64(fleets)})
+		in = append(in, k)
+		out = append(out, kindCost{Kind: gvk.Kind, Objects: len(k.Objects), JSONBytesPerFleet: float64(jsonBytes) / float64(fleets)})
+	}
+	added, err := decodedSizesInChild(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].BytesPerFleet = float64(added[out[i].Kind]) / float64(fleets)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].BytesPerFleet > out[j].BytesPerFleet })
 	return out, nil
+}
+
+// kindObjects are the objects of one cached kind as the API server served
+// them: what bench cache-cost reads on its standard input.
+type kindObjects struct {
+	Kind    string            `json:"kind"`
+	Objects []json.RawMessage `json:"objects"`
+}
+
+// decodedSizesInChild runs bench cache-cost on in and returns the heap each
+// kind's objects add, by kind.
+func decodedSizesInChild(ctx context.Context, in []kindObjects) (map[string]int64, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "cache-cost")
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(input), os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("bench cache-cost: %w", err)
+	}
+	added := map[string]int64{}
+	if err := json.Unmarshal(stdout, &added); err != nil {
+		return nil, fmt.Errorf("bench cache-cost's answer %q: %w", stdout, err)
+	}
+	return added, nil
+}
+
+// cmdCacheCost reads kindObjects from stdin and writes, as a JSON object by
+// kind, the live heap each kind's objects add once decoded and trimmed as the
+// operator's cache keeps them.
+func cmdCacheCost(stdin io.Reader, stdout io.Writer) error {
+	var in []kindObjects
+	if err := json.NewDecoder(stdin).Decode(&in); err != nil {
+		return err
+	}
+	type cached struct {
+		obj       client.Object
+		transform toolscache.TransformFunc
+	}
+	byKind := map[string]cached{}
+	for obj, by := range memcached.CacheOptions(nil).ByObject {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		byKind[gvk.Kind] = cached{obj, by.Transform}
+	}
+	added := map[string]int64{}
+	for _, k := range in {
+		by, ok := byKind[k.Kind]
+		if !ok {
+			return fmt.Errorf("%s is not a kind the operator caches", k.Kind)
+		}
+		raw := make([][]byte, len(k.Objects))
+		for i := range k.Objects {
+			raw[i] = k.Objects[i]
+		}
+		n, err := decodedSize(raw, by.obj, by.transform)
+		if err != nil {
+			return fmt.Errorf("decoding %s: %w", k.Kind, err)
+		}
+		added[k.Kind] = n
+	}
+	return json.NewEncoder(stdout).Encode(added)
 }
 
 // decodedSize is the live heap that the objects in raw take once decoded
@@ -110,8 +191,12 @@ func decodedSize(raw [][]byte, obj client.Object, transform toolscache.Transform
 	return added, nil
 }
 
-// liveHeap is the heap in use after a full collection.
+// liveHeap is the heap in use after a full collection. Garbage with a
+// finalizer (an exited child's pipes, say) outlives the first collection,
+// so a second one follows the finalizers' turn.
 func liveHeap() int64 {
+	runtime.GC()
+	runtime.Gosched()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)

@@ -11,6 +11,7 @@
 //	bench plot  redraw the plots and the table of a results.json
 //	bench floor-webhook  serve the cheapest webhook (started by bench run)
 //	bench handler-webhook  serve the operator's webhook handlers alone (started by bench run)
+//	bench cache-cost  weigh the cache's objects read on stdin (started by bench run)
 package main
 
 import (
@@ -56,6 +57,8 @@ func main() {
 		err = cmdFloorWebhook(ctx, args)
 	case "handler-webhook":
 		err = cmdHandlerWebhook(ctx, args)
+	case "cache-cost":
+		err = cmdCacheCost(os.Stdin, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q (up, down, run)", cmd)
 	}
