@@ -120,23 +120,51 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 	paths[pathHandlers] = func(ctx context.Context, i int) error {
 		return postReview(ctx, direct, fmt.Sprintf("https://127.0.0.1:%d%s", handlers.port, []string{webhooks.MutatePath, webhooks.ValidatePath}[i%2]), reviews[i%2])
 	}
-	for _, path := range []string{pathDirect, pathHandlers, pathFloor, pathDryRun} {
-		// Warm up: TLS connections and the API server's webhook clients
-		// exist before the first measured request.
-		_ = openLoop(ctx, 50, time.Second, paths[path])
-		for _, rate := range rates {
-			before, herr := scrapeWebhookHistogram(ctx, b.s)
-			res := openLoop(ctx, rate, b.f.admissionDuration, paths[path])
-			res.Path = path
-			if after, err := scrapeWebhookHistogram(ctx, b.s); err == nil && herr == nil && path == pathDryRun {
-				res.APIServerWebhookCalls = shareUnder(before, after, "0.005")
+	// The three webhook servers take turns of admissionTurn each, round
+	// after round, so that what the machine does meanwhile (a restarted
+	// operator's collections, the API server's and kwok's own work) falls on
+	// each alike; the dry-run path, which loads the API server, runs after.
+	servers := []string{pathDirect, pathHandlers, pathFloor}
+	// Warm up: TLS connections and the API server's webhook clients exist
+	// before the first measured request.
+	warm := func(path string) { _ = openLoop(ctx, 50, time.Second, paths[path]) }
+	for _, path := range servers {
+		warm(path)
+	}
+	for _, rate := range rates {
+		loads := map[string]*load{}
+		for _, path := range servers {
+			loads[path] = &load{}
+		}
+		for done := time.Duration(0); done < b.f.admissionDuration; done += admissionTurn {
+			for _, path := range servers {
+				loads[path].add(openLoop(ctx, rate, min(admissionTurn, b.f.admissionDuration-done), paths[path]))
 			}
-			logf("admission %s at %d/s: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms %v",
-				path, rate, res.Requests, res.Errors, res.P50Ms, res.P99Ms, res.APIServerWebhookCalls)
-			b.res.Admission = append(b.res.Admission, res)
+		}
+		for _, path := range servers {
+			b.addAdmission(loads[path].result(path, rate))
 		}
 	}
+	warm(pathDryRun)
+	for _, rate := range rates {
+		before, herr := scrapeWebhookHistogram(ctx, b.s)
+		res := openLoop(ctx, rate, b.f.admissionDuration, paths[pathDryRun]).result(pathDryRun, rate)
+		if after, err := scrapeWebhookHistogram(ctx, b.s); err == nil && herr == nil {
+			res.APIServerWebhookCalls = shareUnder(before, after, "0.005")
+		}
+		b.addAdmission(res)
+	}
 	return nil
+}
+
+// admissionTurn is how long one webhook server is loaded before the next
+// takes its turn.
+const admissionTurn = time.Second
+
+func (b *bench) addAdmission(res admissionResult) {
+	logf("admission %s at %d/s: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms %v",
+		res.Path, res.Rate, res.Requests, res.Errors, res.P50Ms, res.P99Ms, res.APIServerWebhookCalls)
+	b.res.Admission = append(b.res.Admission, res)
 }
 
 // directClient trusts the webhook's self-signed certificate and keeps
@@ -225,10 +253,10 @@ func postReview(ctx context.Context, hc *http.Client, url string, body []byte) e
 	return nil
 }
 
-// openLoop calls do rate times a second for d and summarizes the latencies.
-func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Context, int) error) admissionResult {
+// openLoop calls do rate times a second for d and records the latencies.
+func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Context, int) error) *load {
 	total := int(float64(rate) * d.Seconds())
-	lat := make([]time.Duration, total)
+	l := &load{latencies: make([]time.Duration, total)}
 	var (
 		errs     atomic.Int64
 		firstErr atomic.Value
@@ -241,7 +269,7 @@ func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Co
 		if wait := time.Until(t0.Add(time.Duration(i) * interval)); wait > 0 {
 			select { // pacing the load, not waiting for a condition
 			case <-ctx.Done():
-				return admissionResult{Rate: rate}
+				return &load{}
 			case <-time.After(wait):
 			}
 		}
@@ -251,7 +279,7 @@ func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Co
 			defer func() { <-sem; wg.Done() }()
 			start := time.Now()
 			err := do(ctx, i)
-			lat[i] = time.Since(start)
+			l.latencies[i] = time.Since(start)
 			if err != nil {
 				if errs.Add(1) == 1 {
 					firstErr.Store(err.Error())
@@ -259,19 +287,43 @@ func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Co
 			}
 		}()
 	}
-	sent := time.Since(t0)
+	l.sending = time.Since(t0)
 	wg.Wait()
-	slices.Sort(lat)
+	l.errors = int(errs.Load())
+	if s, ok := firstErr.Load().(string); ok {
+		l.firstError = s
+	}
+	return l
+}
+
+// A load is what one or more open loops on one path measured.
+type load struct {
+	latencies  []time.Duration
+	sending    time.Duration
+	errors     int
+	firstError string
+}
+
+func (l *load) add(o *load) {
+	l.latencies = append(l.latencies, o.latencies...)
+	l.sending += o.sending
+	l.errors += o.errors
+	if l.firstError == "" {
+		l.firstError = o.firstError
+	}
+}
+
+func (l *load) result(path string, rate int) admissionResult {
+	res := admissionResult{Path: path, Rate: rate, Requests: len(l.latencies), Errors: l.errors, FirstError: l.firstError}
+	if len(l.latencies) == 0 {
+		return res
+	}
+	lat := slices.Sorted(slices.Values(l.latencies))
 	q := func(p float64) float64 {
 		return float64(lat[min(len(lat)-1, int(float64(len(lat))*p))].Microseconds()) / 1000
 	}
-	res := admissionResult{
-		Rate: rate, Requests: total, Errors: int(errs.Load()), AchievedRate: float64(total) / sent.Seconds(),
-		P50Ms: q(0.50), P95Ms: q(0.95), P99Ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000,
-	}
-	if s, ok := firstErr.Load().(string); ok {
-		res.FirstError = s
-	}
+	res.AchievedRate = float64(len(lat)) / l.sending.Seconds()
+	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = q(0.50), q(0.95), q(0.99), float64(lat[len(lat)-1].Microseconds())/1000
 	return res
 }
 

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The cheapest webhook allows a review under its own UID, as the API
@@ -77,5 +79,29 @@ func TestWebhookP99Target(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("p99 %.2f ms, ci %t: met %s, want %s", tc.p99, tc.ci, got, tc.want)
 		}
+	}
+}
+
+// TestLoadAddsTurns: a path's turns add up to one result: every request,
+// every error, the first error met, and quantiles over all the latencies.
+func TestLoadAddsTurns(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i := range v {
+			out[i] = time.Duration(v[i]) * time.Millisecond
+		}
+		return out
+	}
+	l := &load{}
+	l.add(&load{latencies: ms(1, 1, 1, 1, 1), sending: time.Second})
+	l.add(&load{latencies: ms(9, 2, 2, 2, 2), sending: time.Second, errors: 1, firstError: "first"})
+	l.add(&load{latencies: ms(3), sending: time.Second, errors: 2, firstError: "second"})
+	want := admissionResult{Path: pathDirect, Rate: 200, AchievedRate: 11.0 / 3, Requests: 11,
+		Errors: 3, FirstError: "first", P50Ms: 2, P95Ms: 9, P99Ms: 9, MaxMs: 9}
+	if got := l.result(pathDirect, 200); !reflect.DeepEqual(got, want) {
+		t.Errorf("result:\n got %+v\nwant %+v", got, want)
+	}
+	if got, want := (&load{}).result(pathFloor, 50), (admissionResult{Path: pathFloor, Rate: 50}); !reflect.DeepEqual(got, want) {
+		t.Errorf("no requests:\n got %+v\nwant %+v", got, want)
 	}
 }
