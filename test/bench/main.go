@@ -1,6 +1,6 @@
 // Command bench measures the memcached operator on a control plane of its
 // own: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
-// with simulated nodes, all on loopback. It runs the scenarios of issue 9
+// with simulated nodes, all on loopback. It runs its scenarios
 // (converge, resize, idle, churn, restart, admission) side by side with a
 // reference client that makes only the minimal writes, and prints a table,
 // results.json and PNG plots. See test/bench/README.md.
