@@ -121,9 +121,9 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 		return postReview(ctx, direct, fmt.Sprintf("https://127.0.0.1:%d%s", handlers.port, []string{webhooks.MutatePath, webhooks.ValidatePath}[i%2]), reviews[i%2])
 	}
 	// The three webhook servers take turns of admissionTurn each, round
-	// after round, so that what the machine does meanwhile (a restarted
-	// operator's collections, the API server's and kwok's own work) falls on
-	// each alike; the dry-run path, which loads the API server, runs after.
+	// after round, so that what the machine does meanwhile (still busy after
+	// the restart, say) falls on each alike; the dry-run path, which loads the
+	// API server, runs after.
 	servers := []string{pathDirect, pathHandlers, pathFloor}
 	// Warm up: TLS connections and the API server's webhook clients exist
 	// before the first measured request.
