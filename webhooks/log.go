@@ -10,13 +10,13 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 )
 
-// requestLogger names the request on every line its webhook logs (object,
+// RequestLogger names the request on every line its webhook logs (object,
 // user, request ID), as controller-runtime's own constructor does, but hands
 // those values to the logger only when a line is written. The default
 // encodes them into a new logger several times a request, and nearly every
 // request logs nothing, so that encoding was a large share of the garbage
 // each admission made.
-func requestLogger(base logr.Logger, req *admission.Request) logr.Logger {
+func RequestLogger(base logr.Logger, req *admission.Request) logr.Logger {
 	if base.GetSink() == nil {
 		return base
 	}
@@ -36,7 +36,7 @@ type deferredValues struct {
 var _ logr.CallDepthLogSink = &deferredValues{}
 
 // Init does nothing: the sink beneath was initialized by its own logger,
-// and requestLogger does not call it again.
+// and RequestLogger does not call it again.
 func (d *deferredValues) Init(logr.RuntimeInfo) {}
 
 func (d *deferredValues) Enabled(level int) bool { return d.sink.Enabled(level) }

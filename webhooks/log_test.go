@@ -38,7 +38,7 @@ func TestRequestLoggerNamesTheRequest(t *testing.T) {
 	base := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) },
 		funcr.Options{LogCaller: funcr.All, Verbosity: 1}).WithName("admission")
 
-	log := requestLogger(base, testRequest).WithName("memcached").WithValues("step", "default")
+	log := RequestLogger(base, testRequest).WithName("memcached").WithValues("step", "default")
 	log.Error(errors.New("boom"), "refused") // the caller this line must name
 	log.V(1).Info("checked")
 	log.V(2).Info("not written")
@@ -87,7 +87,7 @@ func TestAdmittedRequestEncodesNoLogValues(t *testing.T) {
 	var withValues atomic.Int64
 	base := logr.New(countingSink{LogSink: zap.New(zap.WriteTo(io.Discard)).GetSink(), withValues: &withValues})
 	wh := admission.WithDefaulter[*cachev1alpha1.Memcached](testScheme(t), &Defaulter{})
-	wh.LogConstructor = onBase(base, requestLogger)
+	wh.LogConstructor = onBase(base, RequestLogger)
 	serve(t, wh, reviewBody(t))
 	if n := withValues.Load(); n != 0 {
 		t.Errorf("the logger was given values %d times for a request that logged nothing", n)
@@ -112,7 +112,7 @@ func BenchmarkAdmission(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		ctor func(logr.Logger, *admission.Request) logr.Logger
-	}{{"requestLogger", requestLogger}, {"defaultLogConstructor", admission.DefaultLogConstructor}} {
+	}{{"RequestLogger", RequestLogger}, {"defaultLogConstructor", admission.DefaultLogConstructor}} {
 		for name, wh := range map[string]*admission.Webhook{
 			"mutate": admission.WithDefaulter[*cachev1alpha1.Memcached](s, &Defaulter{}),
 			"validate": admission.WithValidator[*cachev1alpha1.Memcached](s, &Validator{

@@ -35,13 +35,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
 		WithDefaulter(&Defaulter{Config: opts.Defaults}).
 		WithValidator(&Validator{Limits: opts.Limits, Defaults: opts.Defaults}).
-		WithLogConstructor(requestLogger).
+		WithLogConstructor(RequestLogger).
 		Complete(); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(ValidateScalePath, &admission.Webhook{
 		Handler:        &ScaleValidator{Limits: opts.Limits, Decoder: admission.NewDecoder(mgr.GetScheme())},
-		LogConstructor: requestLogger,
+		LogConstructor: RequestLogger,
 	})
 	return nil
 }

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/example/memcached-operator/webhooks"
 )
 
 // The cheapest webhook allows a review under its own UID, as the API
@@ -103,5 +107,21 @@ func TestLoadAddsTurns(t *testing.T) {
 	}
 	if got, want := (&load{}).result(pathFloor, 50), (admissionResult{Path: pathFloor, Rate: 50}); !reflect.DeepEqual(got, want) {
 		t.Errorf("no requests:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestHandlerWebhooksAreTheOperators: the handlers alone log as the
+// operator's webhooks do, since the default constructor alone costs a
+// validation more time and garbage (go test ./webhooks -bench Admission).
+func TestHandlerWebhooksAreTheOperators(t *testing.T) {
+	mutate, validate, err := handlerWebhooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reflect.ValueOf(webhooks.RequestLogger).Pointer()
+	for name, wh := range map[string]*admission.Webhook{"mutate": mutate, "validate": validate} {
+		if wh.LogConstructor == nil || reflect.ValueOf(wh.LogConstructor).Pointer() != want {
+			t.Errorf("%s: log constructor is not webhooks.RequestLogger", name)
+		}
 	}
 }

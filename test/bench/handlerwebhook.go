@@ -23,14 +23,27 @@ func cmdHandlerWebhook(ctx context.Context, args []string) error {
 	port := fs.Int("port", 0, "Port on 127.0.0.1.")
 	certDir := fs.String("cert-dir", "", "Folder with tls.crt and tls.key.")
 	_ = fs.Parse(args)
-	s := runtime.NewScheme()
-	if err := cachev1alpha1.AddToScheme(s); err != nil {
+	mutate, validate, err := handlerWebhooks()
+	if err != nil {
 		return err
 	}
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}})
-	srv.Register(webhooks.MutatePath, admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: operatorDefaults}))
-	srv.Register(webhooks.ValidatePath, admission.WithValidator[*cachev1alpha1.Memcached](s,
-		&webhooks.Validator{Limits: policy.Limits{MaxSize: operatorMaxSize}, Defaults: operatorDefaults}))
+	srv.Register(webhooks.MutatePath, mutate)
+	srv.Register(webhooks.ValidatePath, validate)
 	return srv.Start(ctx)
+}
+
+// handlerWebhooks are the operator's two webhooks as its webhook builder
+// makes them, with its log constructor too.
+func handlerWebhooks() (mutate, validate *admission.Webhook, err error) {
+	s := runtime.NewScheme()
+	if err := cachev1alpha1.AddToScheme(s); err != nil {
+		return nil, nil, err
+	}
+	mutate = admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: operatorDefaults})
+	validate = admission.WithValidator[*cachev1alpha1.Memcached](s,
+		&webhooks.Validator{Limits: policy.Limits{MaxSize: operatorMaxSize}, Defaults: operatorDefaults})
+	mutate.LogConstructor, validate.LogConstructor = webhooks.RequestLogger, webhooks.RequestLogger
+	return mutate, validate, nil
 }

@@ -60,7 +60,7 @@ func main() {
 	case "cache-cost":
 		err = cmdCacheCost(os.Stdin, os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (up, down, run)", cmd)
+		err = fmt.Errorf("unknown command %q (up, down, run, plot)", cmd)
 	}
 	if err != nil {
 		logf("FAILED: %v", err)
