@@ -7,7 +7,6 @@ package webhooks
 import (
 	"context"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,36 +32,23 @@ type Options struct {
 // SetupWithManager registers the three webhooks with the manager's webhook server.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
-		WithDefaulter(&Defaulter{Config: opts.Defaults}).
 		WithValidator(&Validator{Limits: opts.Limits, Defaults: opts.Defaults}).
 		WithLogConstructor(RequestLogger).
 		Complete(); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(ValidateScalePath, &admission.Webhook{
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, Mutating(opts.Defaults))
+	srv.Register(ValidateScalePath, &admission.Webhook{
 		Handler:        &ScaleValidator{Limits: opts.Limits, Decoder: admission.NewDecoder(mgr.GetScheme())},
 		LogConstructor: RequestLogger,
 	})
 	return nil
 }
 
-// Defaulter fills the fields a user left empty.
-type Defaulter struct {
-	Config policy.Config
-}
-
-var _ admission.Defaulter[*cachev1alpha1.Memcached] = &Defaulter{}
-
-// Default implements admission.Defaulter. A create gets every default; an
-// update only those that exist fleets had from the start, so that editing a
-// fleet created before a default existed does not change its pods.
-func (d *Defaulter) Default(ctx context.Context, mc *cachev1alpha1.Memcached) error {
-	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
-		policy.DefaultCreate(&mc.Spec, d.Config)
-		return nil
-	}
-	policy.Default(&mc.Spec, d.Config)
-	return nil
+// Mutating is the defaulting webhook as the operator serves it.
+func Mutating(defaults policy.Config) *admission.Webhook {
+	return &admission.Webhook{Handler: &Defaulter{Config: defaults}, LogConstructor: RequestLogger}
 }
 
 // Validator rejects a Memcached that breaks a rule and warns about risky ones.

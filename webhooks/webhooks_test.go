@@ -148,6 +148,37 @@ spec: `+spec), &u.Object)).To(Succeed())
 		Expect(invalidFields(err)).To(ConsistOf("spec.memoryLimitMB"))
 	})
 
+	It("stores the values the user wrote as written, quantities too, on create and on update", func() {
+		ns := newNamespace()
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal([]byte(`apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata: {name: spelled, namespace: `+ns+`}
+spec:
+  size: 1
+  resources: {limits: {cpu: 1000m, memory: 262144Ki}, requests: {cpu: "0.5"}}`), &u.Object)).To(Succeed())
+		spelled := func() {
+			GinkgoHelper()
+			stored := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached"}}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "spelled"}, stored)).To(Succeed())
+			res, _, _ := unstructured.NestedMap(stored.Object, "spec", "resources")
+			Expect(res).To(Equal(map[string]any{
+				"limits":   map[string]any{"cpu": "1000m", "memory": "262144Ki"},
+				"requests": map[string]any{"cpu": "0.5"},
+			}))
+			image, _, _ := unstructured.NestedString(stored.Object, "spec", "image")
+			Expect(image).To(Equal(defaultImage), "the defaulting webhook ran")
+		}
+		Expect(k8s.Create(ctx, u)).To(Succeed())
+		spelled()
+
+		By("an update that brings a default")
+		Expect(k8s.Patch(ctx, u, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec/maxItemSize"}]`)))).To(Succeed())
+		maxItemSize, _, _ := unstructured.NestedString(u.Object, "spec", "maxItemSize")
+		Expect(maxItemSize).To(Equal(policy.DefaultMaxItemSize))
+		spelled()
+	})
+
 	It("pins the exporter's image once the exporter is enabled, on create or on a later update", func() {
 		ns := newNamespace()
 		mc := memcachedIn(ns, nil)

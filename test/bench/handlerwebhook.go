@@ -41,9 +41,9 @@ func handlerWebhooks() (mutate, validate *admission.Webhook, err error) {
 	if err := cachev1alpha1.AddToScheme(s); err != nil {
 		return nil, nil, err
 	}
-	mutate = admission.WithDefaulter[*cachev1alpha1.Memcached](s, &webhooks.Defaulter{Config: operatorDefaults})
+	mutate = webhooks.Mutating(operatorDefaults)
 	validate = admission.WithValidator[*cachev1alpha1.Memcached](s,
 		&webhooks.Validator{Limits: policy.Limits{MaxSize: operatorMaxSize}, Defaults: operatorDefaults})
-	mutate.LogConstructor, validate.LogConstructor = webhooks.RequestLogger, webhooks.RequestLogger
+	validate.LogConstructor = webhooks.RequestLogger
 	return mutate, validate, nil
 }
