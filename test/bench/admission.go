@@ -47,6 +47,10 @@ const (
 	// pathHandlers is the same reviews POSTed to the operator's handlers on
 	// controller-runtime's webhook server, in a process with nothing else.
 	pathHandlers = "operator's handlers alone"
+	// pathServer is the same reviews POSTed to controller-runtime's webhook
+	// server with a handler that allows them: the server and its review
+	// decoding and encoding, without the operator's handlers.
+	pathServer = "fixed answer on controller-runtime's server"
 )
 
 // maxInFlight bounds the open-loop generator: past it, requests wait (and
@@ -112,19 +116,21 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 	paths[pathFloor] = func(ctx context.Context, i int) error {
 		return postReview(ctx, direct, floor.url(), reviews[i%2])
 	}
-	handlers, err := startWebhookProc(ctx, direct, "handler-webhook", filepath.Join(b.op.dir, "webhook-certs"), webhooks.MutatePath, reviews[0])
-	if err != nil {
-		return err
+	for path, args := range map[string][]string{pathHandlers: nil, pathServer: {"-fixed"}} {
+		srv, err := startWebhookProc(ctx, direct, "handler-webhook", filepath.Join(b.op.dir, "webhook-certs"), webhooks.MutatePath, reviews[0], args...)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		paths[path] = func(ctx context.Context, i int) error {
+			return postReview(ctx, direct, fmt.Sprintf("https://127.0.0.1:%d%s", srv.port, []string{webhooks.MutatePath, webhooks.ValidatePath}[i%2]), reviews[i%2])
+		}
 	}
-	defer handlers.stop()
-	paths[pathHandlers] = func(ctx context.Context, i int) error {
-		return postReview(ctx, direct, fmt.Sprintf("https://127.0.0.1:%d%s", handlers.port, []string{webhooks.MutatePath, webhooks.ValidatePath}[i%2]), reviews[i%2])
-	}
-	// The three webhook servers take turns of admissionTurn each, round
+	// The four webhook servers take turns of admissionTurn each, round
 	// after round, so that what the machine does meanwhile (still busy after
 	// the restart, say) falls on each alike; the dry-run path, which loads the
 	// API server, runs after.
-	servers := []string{pathDirect, pathHandlers, pathFloor}
+	servers := []string{pathDirect, pathHandlers, pathServer, pathFloor}
 	// Warm up: TLS connections and the API server's webhook clients exist
 	// before the first measured request.
 	warm := func(path string) { _ = openLoop(ctx, 50, time.Second, paths[path]) }
@@ -399,9 +405,10 @@ func startFloorWebhook(ctx context.Context, hc *http.Client, certDir string, rev
 	return startWebhookProc(ctx, hc, "floor-webhook", certDir, "/", review)
 }
 
-// startWebhookProc starts the bench's own subcommand sub serving webhooks
-// and waits until it answers review on path.
-func startWebhookProc(ctx context.Context, hc *http.Client, sub, certDir, path string, review []byte) (*floorWebhook, error) {
+// startWebhookProc starts the bench's own subcommand sub, with args after
+// its port and certificates, serving webhooks, and waits until it answers
+// review on path.
+func startWebhookProc(ctx context.Context, hc *http.Client, sub, certDir, path string, review []byte, args ...string) (*floorWebhook, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -410,7 +417,7 @@ func startWebhookProc(ctx context.Context, hc *http.Client, sub, certDir, path s
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, sub, "-port", strconv.Itoa(port), "-cert-dir", certDir)
+	cmd := exec.Command(self, append([]string{sub, "-port", strconv.Itoa(port), "-cert-dir", certDir}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

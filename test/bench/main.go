@@ -10,7 +10,7 @@
 //	bench run   run the scenarios against it (make bench)
 //	bench plot  redraw the plots and the table of a results.json
 //	bench floor-webhook  serve the cheapest webhook (started by bench run)
-//	bench handler-webhook  serve the operator's webhook handlers alone (started by bench run)
+//	bench handler-webhook  serve the operator's webhook handlers alone, or with -fixed a handler that allows (started by bench run)
 //	bench cache-cost  weigh the cache's objects read on stdin (started by bench run)
 package main
 
