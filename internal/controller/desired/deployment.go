@@ -277,12 +277,16 @@ func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApp
 	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0) {
 		return nil
 	}
+	// Copies: the apply configuration keeps the list it is given, and the
+	// client decodes the API server's answer into it, so a shared list (the
+	// package's defaults, the cached Memcached's) would be written by
+	// concurrent passes.
 	res := corev1ac.ResourceRequirements()
 	if len(r.Limits) > 0 {
-		res.WithLimits(r.Limits)
+		res.WithLimits(r.Limits.DeepCopy())
 	}
 	if len(r.Requests) > 0 {
-		res.WithRequests(r.Requests)
+		res.WithRequests(r.Requests.DeepCopy())
 	}
 	return res
 }
