@@ -319,8 +319,7 @@ func (r *results) evaluate() {
 	}
 	for _, a := range r.Admission {
 		if a.Rate == 200 && a.Path == pathDirect {
-			add(target{Name: "admission p99 at 200/s, webhook endpoint", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "≤ 3 ms", Met: timing(a.P99Ms <= 3),
-				Note: floorNote(r.Admission, a)})
+			add(webhookTarget(r.Admission, a, timing))
 		}
 		if a.Rate == 200 && a.Path == pathDryRun {
 			add(target{Name: "admission p99 at 200/s, dry-run create via API server", Value: fmt.Sprintf("%.2f ms", a.P99Ms), Limit: "reported",
@@ -333,6 +332,25 @@ func (r *results) evaluate() {
 	}
 	add(target{Name: "fleet creates and resizes sent again (API server's webhook call met a closed connection)",
 		Value: strconv.FormatInt(r.StaleWebhookConnRetries, 10), Limit: "reported"})
+}
+
+// webhookTarget judges the webhook's p99 against the cheapest webhook's in
+// the same turns, as every other figure is judged against the cheapest
+// client: the p99 of a webhook that does nothing moves by milliseconds
+// between runs with what else the machine does, so a bound in milliseconds
+// would judge the machine. Without the cheapest webhook's figure the p99 is
+// only reported.
+func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *bool) target {
+	t := target{Name: "admission p99 at 200/s: webhook endpoint / cheapest webhook", Value: fmt.Sprintf("%.2f ms", a.P99Ms),
+		Limit: "reported", Note: floorNote(all, a)}
+	for _, f := range all {
+		if f.Path == pathFloor && f.Rate == a.Rate && f.P99Ms > 0 {
+			ratio := a.P99Ms / f.P99Ms
+			t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms)", ratio, a.P99Ms, f.P99Ms)
+			t.Limit, t.Met = "≤ 1.5", timing(ratio <= 1.5)
+		}
+	}
+	return t
 }
 
 // floorNote sets a webhook latency beside the cheapest webhook's at the
