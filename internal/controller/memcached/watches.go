@@ -87,13 +87,13 @@ type watch struct {
 // followed are the kinds whose changes only follow what a pass did: the
 // owned objects, the Service's EndpointSlices (which pods serve) and the
 // pods (which fit on no node, which are marked for a scale-down). Their
-// creations and updates rank below a spec change (followUps); updates of
-// the Deployment and the slices, a rollout's bursts, are gathered for
-// queue.Settle.
+// creations and updates rank below a spec change (followUps), except the
+// workload's update that ends a rollout; updates of the Deployment and the
+// slices, a rollout's bursts, are gathered for queue.Settle.
 func followed(ownedBy handler.EventHandler) []watch {
 	return []watch{
-		{object: &appsv1.Deployment{}, handler: queue.FollowUps(ownedBy, queue.Settle)},
-		{object: &appsv1.StatefulSet{}, handler: queue.FollowUps(ownedBy, queue.Settle)},
+		{object: &appsv1.Deployment{}, handler: queue.FollowUp{EventHandler: ownedBy, Settle: queue.Settle, Ends: rolloutEnded}},
+		{object: &appsv1.StatefulSet{}, handler: queue.FollowUp{EventHandler: ownedBy, Settle: queue.Settle, Ends: rolloutEnded}},
 		{object: &corev1.Service{}, handler: queue.FollowUps(ownedBy, 0)},
 		{object: &policyv1.PodDisruptionBudget{}, handler: queue.FollowUps(ownedBy, 0)},
 		{object: &networkingv1.NetworkPolicy{}, handler: queue.FollowUps(ownedBy, 0)},
@@ -102,6 +102,12 @@ func followed(ownedBy handler.EventHandler) []watch {
 		{object: &corev1.Pod{}, handler: queue.FollowUps(handler.EnqueueRequestsFromMapFunc(podToMemcached), 0),
 			predicates: []predicate.Predicate{podChanged}},
 	}
+}
+
+// rolloutEnded is the workload's update from a rollout under way to one
+// ended, whose pass turns the fleet Ready.
+func rolloutEnded(old, updated client.Object) bool {
+	return !status.RolledOut(old) && status.RolledOut(updated)
 }
 
 // readyPodsChanged passes the EndpointSlice events that can change

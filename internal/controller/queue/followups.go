@@ -32,7 +32,8 @@ const Settle = 250 * time.Millisecond
 // in the cluster while the workers go on, whereas a pass that follows one
 // only reports it, and the longer it waits the more of the rollout's
 // updates it gathers into one pass. A deleted object is not a follow-up: it
-// is repaired at the default priority.
+// is repaired at the default priority; nor is the update that ends a
+// rollout (FollowUp.Ends).
 const FollowUpPriority = -1
 
 // FollowUps ranks the requests h makes for creations and updates at
@@ -48,23 +49,35 @@ type FollowUp struct {
 	handler.EventHandler
 	// Settle is how long the requests for updates are delayed.
 	Settle time.Duration
+	// Ends, when set, tells the update that ends what the follow-ups
+	// follow (a rollout's last step). Its pass reports the result users
+	// wait for, so it is ranked with the spec changes, not below them:
+	// behind a thousand new fleets a finished rollout would wait for all
+	// of them before its status said so.
+	Ends func(old, updated client.Object) bool
 }
 
 // Create ranks a creation's requests as follow-ups, at once.
 func (f FollowUp) Create(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	f.EventHandler.Create(ctx, e, ranked(q, 0))
+	f.EventHandler.Create(ctx, e, ranked(q, FollowUpPriority, 0))
 }
 
-// Update ranks an update's requests as follow-ups, after Settle.
+// Update ranks an update's requests as follow-ups, after Settle; one that
+// Ends ranks at the default priority, still after Settle, which gathers
+// the slices' update of the same pods.
 func (f FollowUp) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	f.EventHandler.Update(ctx, e, ranked(q, f.Settle))
+	priority := FollowUpPriority
+	if f.Ends != nil && f.Ends(e.ObjectOld, e.ObjectNew) {
+		priority = 0
+	}
+	f.EventHandler.Update(ctx, e, ranked(q, priority, f.Settle))
 }
 
-// ranked is q adding at FollowUpPriority after delay. A queue without
-// priorities only gets the delay.
-func ranked(q workqueue.TypedRateLimitingInterface[reconcile.Request], delay time.Duration) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// ranked is q adding at priority after delay. A queue without priorities
+// only gets the delay.
+func ranked(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority int, delay time.Duration) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		return rankedQueue{PriorityQueue: pq, delay: delay}
+		return rankedQueue{PriorityQueue: pq, priority: priority, delay: delay}
 	}
 	if delay > 0 {
 		return delayed{TypedRateLimitingInterface: q, delay: delay}
@@ -74,10 +87,11 @@ func ranked(q workqueue.TypedRateLimitingInterface[reconcile.Request], delay tim
 
 // rankedQueue is still a priority queue, so controller-runtime's handlers
 // keep asking for handler.LowPriority where they do (an object from the
-// initial list, a resync); any other request gets FollowUpPriority.
+// initial list, a resync); any other request gets the queue's priority.
 type rankedQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
-	delay time.Duration
+	priority int
+	delay    time.Duration
 }
 
 func (q rankedQueue) Add(r reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, r) }
@@ -90,7 +104,7 @@ func (q rankedQueue) AddRateLimited(r reconcile.Request) {
 
 func (q rankedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	if o.Priority == nil {
-		o.Priority = ptr.To(FollowUpPriority)
+		o.Priority = ptr.To(q.priority)
 	}
 	o.After = max(o.After, q.delay)
 	q.PriorityQueue.AddWithOpts(o, items...)

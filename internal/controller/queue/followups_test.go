@@ -135,3 +135,50 @@ func TestFollowUpsRunAfterSpecChanges(t *testing.T) {
 	second, _ := q.Get()
 	g.Expect(second).To(Equal(rolling))
 }
+
+// TestRolloutEndRanksWithSpecChanges: an update that Ends is asked at the
+// default priority after Settle, while the other updates of the same
+// handler stay follow-ups and a resync keeps LowPriority; on the priority
+// queue itself it overtakes the follow-ups queued before it and lifts a
+// fleet's queued follow-up to its rank, behind the spec change queued
+// before it.
+func TestRolloutEndRanksWithSpecChanges(t *testing.T) {
+	g := NewWithT(t)
+	ended := func(_, updated client.Object) bool { return updated.GetResourceVersion() == "ended" }
+	dep := func(name, rv string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: o.GetName()}}}
+	})
+	h := FollowUp{EventHandler: byName, Settle: Settle, Ends: ended}
+	ctx := context.Background()
+	q := &optsQueue{}
+	h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("a", "1"), ObjectNew: dep("a", "2")}, q)
+	h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("a", "2"), ObjectNew: dep("a", "ended")}, q)
+	h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("a", "ended"), ObjectNew: dep("a", "ended")}, q)
+	h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: dep("a", "ended")}, q)
+	g.Expect(q.adds).To(Equal([]string{
+		fmt.Sprintf("priority %d after %s", FollowUpPriority, Settle),
+		fmt.Sprintf("priority 0 after %s", Settle),
+		fmt.Sprintf("priority %d after %s", handler.LowPriority, Settle),
+		fmt.Sprintf("priority %d after 0s", FollowUpPriority),
+	}), "an ended rollout's creation is the pass that created it seeing it, a follow-up")
+
+	pq := priorityqueue.New[reconcile.Request]("rollout-end")
+	defer pq.ShutDown()
+	now := FollowUp{EventHandler: byName, Ends: ended}
+	now.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("progressing", "1"), ObjectNew: dep("progressing", "2")}, pq)
+	now.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("lifted", "1"), ObjectNew: dep("lifted", "2")}, pq)
+	(&handler.EnqueueRequestForObject{}).Create(ctx, event.TypedCreateEvent[client.Object]{Object: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}}}, pq)
+	now.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("finished", "2"), ObjectNew: dep("finished", "ended")}, pq)
+	now.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep("lifted", "2"), ObjectNew: dep("lifted", "ended")}, pq)
+	g.Eventually(pq.Len).Should(Equal(4))
+	var order []string
+	for range 4 {
+		r, _ := pq.Get()
+		order = append(order, r.Name)
+		pq.Done(r)
+	}
+	g.Expect(order).To(Equal([]string{"new", "finished", "lifted", "progressing"}))
+}

@@ -186,8 +186,8 @@ func Compute(mc *cachev1alpha1.Memcached, o Observation) {
 	progressReason := cachev1alpha1.ReasonRollingOut
 	if ds := wl; ds != nil {
 		st.Replicas, st.ReadyReplicas = ds.replicas, ds.ready
-		current := ds.generation != 0 && ds.observedGeneration >= ds.generation && ds.desired == size
-		rolledOut = current && ds.updated == size && ds.replicas == size && ds.available >= size && o.Restarting == 0
+		current := ds.current() && ds.desired == size
+		rolledOut = current && ds.done() && o.Restarting == 0
 		available := fmt.Sprintf("%d of %d pods available", ds.available, size)
 		switch {
 		case size == 0:

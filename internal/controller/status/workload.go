@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // workload is what a fleet's Deployment or StatefulSet reports, in the
@@ -42,4 +43,31 @@ func fromStatefulSet(s *appsv1.StatefulSet) *workload {
 		desired: ptr.Deref(s.Spec.Replicas, -1), replicas: ss.Replicas, updated: ss.UpdatedReplicas,
 		ready: ss.ReadyReplicas, available: ss.AvailableReplicas,
 	}
+}
+
+// current: the workload's controller has seen its spec.
+func (w *workload) current() bool {
+	return w.generation != 0 && w.observedGeneration >= w.generation
+}
+
+// done: every pod the workload's spec asks for runs that spec and is
+// available, and no other pod is left.
+func (w *workload) done() bool {
+	return w.updated == w.desired && w.replicas == w.desired && w.available >= w.desired
+}
+
+// RolledOut tells whether a fleet's Deployment or StatefulSet reports its
+// rollout ended, by the counts the status reads: the watch ranks the
+// update that says so above the rollout's progress.
+func RolledOut(obj client.Object) bool {
+	var w *workload
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		w = fromDeployment(o)
+	case *appsv1.StatefulSet:
+		w = fromStatefulSet(o)
+	default:
+		return false
+	}
+	return w.current() && w.done()
 }
