@@ -161,6 +161,9 @@ func IfChanged[O client.Object, A interface {
 			}
 			a.created.Delete(memo)
 		}
+		if desired, err = detached(desired); err != nil {
+			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
+		}
 		applyRequests.WithLabelValues(kind, applySent).Inc()
 		switch err := a.Client.Apply(ctx, desired.WithResourceVersion(createOnly(mc)), client.FieldOwner(FieldOwner), client.ForceOwnership); {
 		case err == nil:
@@ -204,6 +207,9 @@ func IfChanged[O client.Object, A interface {
 			applyRequests.WithLabelValues(kind, applySkipped).Inc()
 			return false, nil
 		}
+		if desired, err = detached(desired); err != nil {
+			return false, fmt.Errorf("encoding %s %s: %w", kind, key, err)
+		}
 	}
 	applyRequests.WithLabelValues(kind, applySent).Inc()
 	if err := a.Client.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -213,8 +219,22 @@ func IfChanged[O client.Object, A interface {
 		a.remember(memo, mc)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied owned object", "kind", kind, "name", key.Name, "created", created, "cause", cause)
-	// The client decoded the API server's answer into desired.
+	// The client decoded the API server's answer into desired, the copy.
 	return created, fromApplyConfiguration(desired, live)
+}
+
+// detached copies an apply configuration for the client to decode the API
+// server's answer into. Decoding writes into the maps it finds, and a
+// builder's configuration may hold maps it shares with the cached Memcached
+// or with its package's defaults, which the passes of other fleets read and
+// decode into at the same time.
+func detached[A any](ac A) (A, error) {
+	out := reflect.New(reflect.TypeOf(ac).Elem()).Interface().(A)
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return out, err
+	}
+	return out, json.Unmarshal(raw, out)
 }
 
 // createOnly is a resourceVersion no existing object has, so an apply that

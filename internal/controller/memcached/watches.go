@@ -33,7 +33,8 @@ import (
 // its spec changes (not after each status write of its own) and when an
 // owned object changes. The Service's EndpointSlices tell which pods serve;
 // they are watched only for changes of that set. What follows a pass
-// (followed) waits behind the fleets whose spec changed, and updates of the
+// (followed) waits behind the fleets whose spec changed, but for the end
+// of a rollout, which is what users wait for; updates of the
 // Deployment and the slices are gathered for queue.Settle, so a rollout's
 // bursts of updates cost one pass rather than one per update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
