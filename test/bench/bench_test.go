@@ -386,3 +386,29 @@ func TestExplain(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Failed calling webhook, failing closed mutate.memcached.cache.example.com: write: broken pipe"))
 	g.Expect(out).NotTo(ContainSubstring("FLAG"))
 }
+
+// TestSecondReferenceIsNamed: with -second-reference prompt, the second
+// reference line's rows say whose figures they are, and its status names
+// the generation with the rollout under way, which the bench does not take
+// for a converged fleet.
+func TestSecondReferenceIsNamed(t *testing.T) {
+	g := NewWithT(t)
+	run := func(s float64) *pairResult {
+		return &pairResult{N: 10, Converge: &phaseResult{Seconds: s, Fleets: 10, Converged: 10, APIServerCPUSeconds: s}}
+	}
+	for writes, name := range map[referenceWrites]string{
+		writesApply: "server-side apply client", writesPrompt: "cheapest client with its status at once",
+	} {
+		var r results
+		r.Config.N, r.Config.Order, r.Config.SecondReference = 10, orderReferenceFirst, writes
+		r.Reference, r.ApplyReference, r.Operator = run(10), run(12), run(13)
+		r.evaluate()
+		g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "converge time: "+name+" / cheapest client"),
+			HaveField("Value", "12.0s / 10.0s = 1.20"))), string(writes))
+	}
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 3}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	mc.Status.Nodes, mc.Status.ReadyReplicas = []string{"c-1"}, 1
+	promptStatus(mc)
+	g.Expect(mc.Status.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(fleetReady(mc, 1, nil)).To(BeFalse(), "named, not converged")
+}

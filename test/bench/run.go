@@ -39,6 +39,8 @@ type runFlags struct {
 	profileSeconds             int
 	order                      string
 	stable                     bool
+	// secondReference is how the second reference line writes.
+	secondReference referenceWrites
 }
 
 // What the bench's fleets run on: Deployments (the default), or stable pods
@@ -80,12 +82,21 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&f.operatorFlags, "operator-flags", "", "More flags of the operator, space-separated, after the bench's own (e.g. --zap-log-level=1 --status-progress-interval=1s): the results record them.")
 	fs.StringVar(&f.operatorEnv, "operator-env", "", "More environment of the operator, space-separated NAME=VALUE (e.g. GODEBUG=gctrace=1 GOGC=50): the results record it.")
 	fs.StringVar(&f.order, "order", orderBalanced, "Order of the two clients on the one control plane: balanced (reference, operator, operator, reference: the ratios compare the means of both runs), reference-first or reference-last (one run each).")
+	second := fs.String("second-reference", "apply", "How the second reference line writes: apply (the cheapest client's writes through server-side apply) or prompt (the cheapest client's, and a status naming each new generation at once).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.BoolVar(&f.stable, "stable-fleets", true, "Then converge and resize N fleets of stable pods with warm restarts (workload StatefulSet), the reference first, then the operator.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
 	if *referenceLast {
 		f.order = orderReferenceLast
+	}
+	switch *second {
+	case "apply":
+		f.secondReference = writesApply
+	case "prompt":
+		f.secondReference = writesPrompt
+	default:
+		return fmt.Errorf("-second-reference %q: want apply or prompt", *second)
 	}
 	if !slices.Contains([]string{orderReferenceFirst, orderReferenceLast, orderBalanced}, f.order) {
 		return fmt.Errorf("-order %q: want %s, %s or %s", f.order, orderBalanced, orderReferenceFirst, orderReferenceLast)
@@ -220,9 +231,9 @@ func (b *bench) run(ctx context.Context) error {
 		case turnReference:
 			b.res.Reference, err = b.referenceRun(ctx, "bench-ref", f.n, f.workers, true, deploymentFleets, writesCheapest)
 		case turnApplyReference:
-			b.res.ApplyReference, err = b.referenceRun(ctx, "bench-ref-apply", f.n, f.workers, true, deploymentFleets, writesApply)
+			b.res.ApplyReference, err = b.referenceRun(ctx, "bench-ref-apply", f.n, f.workers, true, deploymentFleets, f.secondReference)
 		case turnApplyReferenceAgain:
-			b.res.ApplyReferenceAgain, err = b.referenceRun(ctx, "bench-ref-apply-again", f.n, f.workers, true, deploymentFleets, writesApply)
+			b.res.ApplyReferenceAgain, err = b.referenceRun(ctx, "bench-ref-apply-again", f.n, f.workers, true, deploymentFleets, f.secondReference)
 		case turnOperator:
 			err = b.operatorScenarios(ctx, "bench-op")
 		case turnOperatorAgain:
