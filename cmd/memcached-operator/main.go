@@ -110,8 +110,8 @@ func main() {
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
 	fs.StringVar(&o.certs.secret, "webhook-cert-secret", "", "Secret holding ca.crt, ca.key, tls.crt and tls.key (operator mode).")
-	fs.StringVar(&o.certs.mutating, "webhook-cert-mutating-configuration", "", "MutatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
-	fs.StringVar(&o.certs.validating, "webhook-cert-validating-configuration", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt.")
+	fs.StringVar(&o.certs.mutating, "webhook-cert-mutating-configuration", "", "MutatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt. Either way /readyz marks each new caBundle seen with an annotation.")
+	fs.StringVar(&o.certs.validating, "webhook-cert-validating-configuration", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (operator mode); with files, /readyz also waits until it trusts tls.crt. Either way /readyz marks each new caBundle seen with an annotation.")
 	fs.StringVar(&o.certs.dnsNames, "webhook-cert-dns-names", "", "Comma-separated DNS names the serving certificate covers (operator mode).")
 	fs.DurationVar(&o.certs.caValidity, "webhook-cert-ca-validity", 10*365*24*time.Hour, "Validity of a new webhook CA (operator mode); renewed when less than a third remains.")
 	fs.DurationVar(&o.certs.servingValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a new serving certificate (operator mode), at most the CA's; renewed when less than a third remains.")
@@ -252,7 +252,7 @@ func run(o options) error {
 		}
 		trusted = rotator.ReadyCheck
 	case o.enableWebhooks && o.certs.mutating != "" && o.certs.validating != "":
-		trusted = webhookcert.FileReadyCheck(mgr.GetAPIReader(), o.webhookCertDir, o.certs.mutating, o.certs.validating)
+		trusted = webhookcert.FileReadyCheck(mgr.GetAPIReader(), mgr.GetClient(), o.webhookCertDir, o.certs.mutating, o.certs.validating)
 	}
 	if trusted != nil {
 		started := ready

@@ -3,8 +3,11 @@ package webhookcert
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -386,7 +389,7 @@ func (r *Rotator) ReadyCheck(req *http.Request) error {
 	if c == nil {
 		return errors.New("no serving certificate loaded yet")
 	}
-	return r.gate.check(req.Context(), r.client, r.opts.MutatingWebhookConfiguration, r.opts.ValidatingWebhookConfiguration, c.Leaf)
+	return r.gate.check(req.Context(), r.client, r.client, r.opts.MutatingWebhookConfiguration, r.opts.ValidatingWebhookConfiguration, c.Leaf)
 }
 
 // ErrNotTrusted is CheckTrusted's answer when a webhook's caBundle holds no
@@ -396,22 +399,76 @@ var ErrNotTrusted = errors.New("does not trust the served certificate yet")
 // CheckTrusted fails unless every webhook of both configurations has a
 // caBundle holding a CA that signed leaf.
 func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) error {
+	_, err := checkTrusted(ctx, c, mutating, validating, leaf)
+	return err
+}
+
+// checkTrusted is CheckTrusted that also returns both configurations as read.
+func checkTrusted(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) ([]client.Object, error) {
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: mutating}, m); err != nil {
-		return err
+		return nil, err
 	}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: validating}, v); err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range m.Webhooks {
 		if !Trusts(ParseBundle(w.ClientConfig.CABundle), leaf) {
-			return fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
+			return nil, fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
 		}
 	}
 	for _, w := range v.Webhooks {
 		if !Trusts(ParseBundle(w.ClientConfig.CABundle), leaf) {
-			return fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
+			return nil, fmt.Errorf("webhook %s %w", w.Name, ErrNotTrusted)
+		}
+	}
+	return []client.Object{m, v}, nil
+}
+
+// BundleSeenAnnotation holds, on each webhook configuration, a digest of the
+// caBundles the operator last saw trusting its certificate. Writing it makes
+// one more update after the caBundle's own: the API server caches each
+// configuration's webhooks, and a request evaluated while an update arrives
+// can leave the version before that update cached until the next one, so
+// the caBundle's update alone may never be used.
+const BundleSeenAnnotation = "cache.example.com/webhook-ca-bundle-digest"
+
+// BundleDigest is the value of BundleSeenAnnotation for a configuration.
+func BundleDigest(obj client.Object) string {
+	h := sha256.New()
+	add := func(b []byte) {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(b)))
+		h.Write(b)
+	}
+	switch c := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			add(w.ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			add(w.ClientConfig.CABundle)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// markSeen writes BundleSeenAnnotation on every configuration whose value
+// is not the digest of its caBundles; a configuration already marked costs
+// no write, so a restart writes nothing.
+func markSeen(ctx context.Context, w client.Writer, cfgs []client.Object) error {
+	for _, obj := range cfgs {
+		digest := BundleDigest(obj)
+		if obj.GetAnnotations()[BundleSeenAnnotation] == digest {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{BundleSeenAnnotation: digest}}})
+		if err != nil {
+			return err
+		}
+		if err := w.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("marking the caBundle of %T %s seen: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil
@@ -423,14 +480,19 @@ func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating str
 // sends no admission requests either, and turning every replica unready in
 // a brownout would only empty the webhook Service when it comes back. What
 // does turn the pod unready is an answer: a configuration that is gone, or
-// one that does not trust the certificate served now.
+// one that does not trust the certificate served now. A verdict also needs
+// both configurations marked with BundleSeenAnnotation; a failed mark is
+// kept like a failed read.
 type trustGate struct {
 	mu      sync.Mutex
 	trusted []byte
 }
 
-func (g *trustGate) check(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) error {
-	err := CheckTrusted(ctx, c, mutating, validating, leaf)
+func (g *trustGate) check(ctx context.Context, c client.Reader, w client.Writer, mutating, validating string, leaf *x509.Certificate) error {
+	cfgs, err := checkTrusted(ctx, c, mutating, validating, leaf)
+	if err == nil {
+		err = markSeen(ctx, w, cfgs)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -446,9 +508,9 @@ func (g *trustGate) check(ctx context.Context, c client.Reader, mutating, valida
 
 // FileReadyCheck is the same readiness for a certificate that comes from
 // files (cert-manager's Secret mounted in the pod): ready once every webhook
-// of both configurations trusts the tls.crt in certDir, which closes the
-// window where cainjector has not injected the CA yet.
-func FileReadyCheck(c client.Reader, certDir, mutating, validating string) func(*http.Request) error {
+// of both configurations trusts the tls.crt in certDir and is marked seen,
+// which closes the window where cainjector has not injected the CA yet.
+func FileReadyCheck(c client.Reader, w client.Writer, certDir, mutating, validating string) func(*http.Request) error {
 	gate := &trustGate{}
 	return func(req *http.Request) error {
 		data, err := os.ReadFile(filepath.Join(certDir, TLSCertKey))
@@ -459,6 +521,6 @@ func FileReadyCheck(c client.Reader, certDir, mutating, validating string) func(
 		if len(certs) == 0 {
 			return fmt.Errorf("no certificate in %s", filepath.Join(certDir, TLSCertKey))
 		}
-		return gate.check(req.Context(), c, mutating, validating, certs[0])
+		return gate.check(req.Context(), c, w, mutating, validating, certs[0])
 	}
 }

@@ -1021,14 +1021,15 @@ func TestNoCertManagerValues(t *testing.T) {
 	g.Expect(endpoints[0]).To(HaveKeyWithValue("tlsConfig", HaveKeyWithValue("ca",
 		Equal(map[string]any{"secret": map[string]any{"name": fullname + "-webhook-certs", "key": "ca.crt"}}))))
 
-	// In the other modes: only reading the two configurations, for /readyz.
+	// In the other modes: reading the two configurations and marking their
+	// caBundle seen, for /readyz.
 	for _, set := range []string{"default", "no-cert-manager-helm"} {
 		other := render(t, valuesSet(t, set))
 		g.Expect(other.find("Role", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
 		g.Expect(other.find("RoleBinding", namespace, fullname+"-webhook-certs")).To(BeNil(), set)
 		g.Expect(get[rbacv1.ClusterRole](t, other, "ClusterRole", "", fullname+"-webhook-certs").Rules).To(ConsistOf(rbacv1.PolicyRule{
 			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
-			ResourceNames: []string{fullname}, Verbs: []string{"get"},
+			ResourceNames: []string{fullname}, Verbs: []string{"get", "patch"},
 		}), set)
 		g.Expect(get[rbacv1.ClusterRoleBinding](t, other, "ClusterRoleBinding", "", fullname+"-webhook-certs").Subjects).To(
 			ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname, Namespace: namespace}), set)

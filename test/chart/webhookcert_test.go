@@ -535,7 +535,7 @@ var _ = Describe("Readiness with a certificate from files (cert-manager)", func(
 		Expect(err).NotTo(HaveOccurred())
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), data[webhookcert.TLSCertKey], 0o600)).To(Succeed())
-		check := webhookcert.FileReadyCheck(c, dir, name, name)
+		check := webhookcert.FileReadyCheck(c, c, dir, name, name)
 		probe := func() error { return check(httptest.NewRequest(http.MethodGet, "/readyz", nil)) }
 
 		Expect(probe()).To(HaveOccurred(), "no configurations yet")
@@ -562,6 +562,21 @@ var _ = Describe("Readiness with a certificate from files (cert-manager)", func(
 		v.Webhooks[0].ClientConfig.CABundle = data[webhookcert.CACertKey]
 		Expect(k8sClient.Update(ctx, v)).To(Succeed())
 		Expect(probe()).To(Succeed())
+
+		// Marked seen, by the chart's ServiceAccount, once.
+		marked := func() []string {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(v), v)).To(Succeed())
+			Expect(m.Annotations).To(HaveKeyWithValue(webhookcert.BundleSeenAnnotation, webhookcert.BundleDigest(m)))
+			Expect(v.Annotations).To(HaveKeyWithValue(webhookcert.BundleSeenAnnotation, webhookcert.BundleDigest(v)))
+			return []string{m.ResourceVersion, v.ResourceVersion}
+		}
+		versions := marked()
+		Expect(probe()).To(Succeed())
+		Expect(marked()).To(Equal(versions), "a marked caBundle costs no write")
+		other := attrs("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "")
+		other.Name = "other"
+		Expect(allowed(ctx, c, other)).To(BeFalse(), "no other configuration")
 	})
 })
 

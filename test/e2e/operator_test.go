@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/webhookcert"
 )
 
 const (
@@ -207,6 +209,9 @@ spec: {size: 1}`, "--dry-run=server")
 		for _, w := range vwc.Webhooks {
 			Expect(w.ClientConfig.CABundle).NotTo(BeEmpty(), w.Name)
 		}
+		// The update after cainjector's, which readiness waited for.
+		Expect(mwc.Annotations).To(HaveKeyWithValue(webhookcert.BundleSeenAnnotation, webhookcert.BundleDigest(mwc)))
+		Expect(vwc.Annotations).To(HaveKeyWithValue(webhookcert.BundleSeenAnnotation, webhookcert.BundleDigest(vwc)))
 	})
 
 	It("runs the tutorial: sample of 3 Available, set/get through the Service, patch to 5, scale to 4", func() {
@@ -572,7 +577,7 @@ spec: {size: 1}`))
 		for _, rule := range certsRole.Rules {
 			Expect(rule.APIGroups).To(ConsistOf("admissionregistration.k8s.io"))
 			Expect(rule.ResourceNames).To(ConsistOf(release), "only the release's own webhook configurations")
-			Expect(rule.Verbs).To(ConsistOf("get"), "with cert-manager, readiness only reads them")
+			Expect(rule.Verbs).To(ConsistOf("get", "patch"), "with cert-manager, readiness reads them and marks their caBundle seen")
 		}
 		mustRun(kubectl("get", "rolebinding", "-n", appNamespace, "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
 
