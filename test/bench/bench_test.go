@@ -388,7 +388,7 @@ func TestExplain(t *testing.T) {
 }
 
 // TestSecondReferenceIsNamed: with -second-reference prompt, the second
-// reference line's rows say whose figures they are, and its status names
+// reference line's rows and turns say whose figures they are, and its status names
 // the generation with the rollout under way, which the bench does not take
 // for a converged fleet.
 func TestSecondReferenceIsNamed(t *testing.T) {
@@ -405,6 +405,7 @@ func TestSecondReferenceIsNamed(t *testing.T) {
 		r.evaluate()
 		g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "converge time: "+name+" / cheapest client"),
 			HaveField("Value", "12.0s / 10.0s = 1.20"))), string(writes))
+		g.Expect(turnApplyReferenceAgain.named(writes)).To(Equal("reference: "+name+", again"), "the turn's log line")
 	}
 	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 3}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
 	mc.Status.Nodes, mc.Status.ReadyReplicas = []string{"c-1"}, 1

@@ -47,6 +47,15 @@ const (
 	writesPrompt referenceWrites = "typed creates and merge patches, status at once"
 )
 
+// client is what the rows and the turns' log lines call the client that
+// writes this way.
+func (w referenceWrites) client() string {
+	if w == writesPrompt {
+		return "cheapest client with its status at once"
+	}
+	return "server-side apply client"
+}
+
 // reference is what the operator is compared with: a client that makes
 // exactly the writes a fleet needs and nothing else, in one of two ways
 // (referenceWrites). For a new fleet it writes the operator's own Deployment

@@ -387,10 +387,7 @@ func (r *results) evaluateCost(add func(target), name string, phase func(*pairRe
 		add(target{Name: "API server CPU, " + name + ": operator / cheapest client", Value: value,
 			Limit: "≤ 1.5", Met: timing(ratio <= 1.5), Note: etcdNote(phase, r.Operator, r.Reference)})
 	}
-	second := "server-side apply client"
-	if r.Config.SecondReference == writesPrompt {
-		second = "cheapest client with its status at once"
-	}
+	second := r.Config.SecondReference.client()
 	if value, _, ok := r.ratio(phase, seconds, "s", r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
 		add(target{Name: name + " time: " + second + " / cheapest client", Value: value, Limit: "reported",
 			Note: "writes/fleet " + refWrites(r.ApplyReference, name == "converge") + " against " + refWrites(r.Reference, name == "converge")})

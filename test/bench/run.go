@@ -225,7 +225,7 @@ func (b *bench) run(ctx context.Context) error {
 		order = append(order, turnStableReference, turnStableOperator)
 	}
 	for i, t := range order {
-		logf("turn %d of %d (-order %s): %s", i+1, len(order), f.order, t)
+		logf("turn %d of %d (-order %s): %s", i+1, len(order), f.order, t.named(f.secondReference))
 		var err error
 		switch t {
 		case turnReference:
@@ -267,6 +267,18 @@ const (
 	turnStableReference turn = "reference: stable fleets with warm restarts"
 	turnStableOperator  turn = "operator: stable fleets with warm restarts, converge and resize"
 )
+
+// named is the turn as its log line says it: the second reference line's
+// turns name the client -second-reference runs.
+func (t turn) named(second referenceWrites) string {
+	switch t {
+	case turnApplyReference:
+		return "reference: " + second.client()
+	case turnApplyReferenceAgain:
+		return "reference: " + second.client() + ", again"
+	}
+	return string(t)
+}
 
 // turns is the order's sequence: balanced runs each of the three clients
 // twice, at places that mirror each other (1 and 6, 2 and 5, 3 and 4), so
