@@ -469,6 +469,10 @@ var _ = Describe("The operator keeping its webhook certificate (certManager.enab
 		Expect(saClient.Get(ctx, client.ObjectKey{Namespace: gitopsNS, Name: gitopsRelease + "-memcached-operator-metrics-scraper-token"}, &corev1.Secret{})).
 			To(Satisfy(forbidden), "no other Secret")
 		Expect(saClient.Get(ctx, client.ObjectKey{Name: "other"}, &admissionregistrationv1.ValidatingWebhookConfiguration{})).To(Satisfy(forbidden), "no other configuration")
+		for _, p := range []string{`[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`, `[{"op":"replace","path":"/webhooks/0/rules/0/resources","value":["nothing"]}]`} {
+			Expect(saClient.Patch(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: opts.ValidatingWebhookConfiguration}},
+				client.RawPatch(types.JSONPatchType, []byte(p)))).To(deniedBy("changes nothing of its webhook configurations"), "of its own, the caBundles only: %s", p)
+		}
 		// RBAC cannot bound a create by name; the write policy does.
 		Expect(saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNS, Name: "another"}})).To(deniedBy("one Secret"))
 		Expect(saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNS, Name: opts.SecretName,

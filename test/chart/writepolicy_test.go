@@ -1,11 +1,14 @@
 package chart_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,6 +25,7 @@ import (
 	"github.com/example/memcached-operator/internal/controller/apply"
 	"github.com/example/memcached-operator/internal/controller/desired"
 	"github.com/example/memcached-operator/internal/policy"
+	"github.com/example/memcached-operator/internal/webhookcert"
 )
 
 // converted decodes an apply configuration into its API type.
@@ -276,6 +280,47 @@ var _ = Describe("The operator's write policy", Ordered, func() {
 		Expect(admin(`{"metadata":{"annotations":{"` + desired.ArgsAnnotation + `":null}}}`)).To(deniedBy("the operator's to change"))
 		Expect(admin(`{"metadata":{"annotations":{"` + desired.RestartsAnnotation + `":"9"}}}`)).To(deniedBy("the operator's to change"))
 		Expect(admin(`{"metadata":{"annotations":{"team":"a"}}}`)).To(Succeed(), "other annotations stay anyone's")
+	})
+
+	It("lets the operator mark its webhook configurations' caBundle seen, and change nothing else of them", func(ctx SpecContext) {
+		name := rel + "-memcached-operator"
+		rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"things"}}}}
+		hook := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://x.invalid/"), CABundle: []byte("injected")}
+		none := admissionregistrationv1.SideEffectClassNone
+		meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/instance": rel},
+			Annotations: map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + name}}
+		for _, cfg := range []client.Object{
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: meta,
+				Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.example.invalid", ClientConfig: hook, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: meta,
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.example.invalid", ClientConfig: hook, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
+		} {
+			Expect(k8sClient.Create(ctx, cfg)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) { Expect(k8sClient.Delete(ctx, cfg)).To(Succeed()) })
+			patch := func(kind types.PatchType, p string) error {
+				return c.Patch(ctx, cfg, client.RawPatch(kind, []byte(p)))
+			}
+			Expect(patch(types.MergePatchType, `{"metadata":{"annotations":{"`+webhookcert.BundleSeenAnnotation+`":"a"}}}`)).To(Succeed(), "%T", cfg)
+			Expect(patch(types.MergePatchType, `{"metadata":{"annotations":{"`+webhookcert.BundleSeenAnnotation+`":"b"}}}`)).To(Succeed(), "%T: marked again", cfg)
+			for what, p := range map[string]string{
+				"another annotation":        `{"metadata":{"annotations":{"team":"a"}}}`,
+				"cainjector's annotation":   `{"metadata":{"annotations":{"cert-manager.io/inject-ca-from":null}}}`,
+				"a label":                   `{"metadata":{"labels":{"app.kubernetes.io/instance":"other"}}}`,
+				"a finalizer":               `{"metadata":{"finalizers":["example.invalid/hold"]}}`,
+				"the failure policy":        `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`,
+				"the rules":                 `[{"op":"replace","path":"/webhooks/0/rules/0/resources","value":["nothing"]}]`,
+				"the namespace selector":    `[{"op":"add","path":"/webhooks/0/namespaceSelector","value":{"matchLabels":{"none":"x"}}}]`,
+				"the caBundle (cainjector)": `[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"b3RoZXI="}]`,
+				"the webhook's address":     `[{"op":"replace","path":"/webhooks/0/clientConfig/url","value":"https://y.invalid/"}]`,
+			} {
+				kind := types.JSONPatchType
+				if strings.HasPrefix(p, "{") {
+					kind = types.MergePatchType
+				}
+				Expect(patch(kind, p)).To(deniedBy("changes nothing of its webhook configurations"), "%T: %s", cfg, what)
+			}
+		}
 	})
 })
 
