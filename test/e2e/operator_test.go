@@ -567,7 +567,7 @@ spec: {size: 1}`))
 		// TokenReview and SubjectAccessReview, which guard the metrics endpoint,
 		// are cluster-scoped APIs, and so are the two webhook configurations
 		// readiness reads: those bindings are the only ones a namespaced
-		// install may keep, and the second reads nothing but those two.
+		// install may keep, and the second touches nothing but those two.
 		out := mustRun(kubectl("get", "clusterrolebinding", "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
 		Expect(strings.Fields(out)).To(ConsistOf("clusterrolebinding.rbac.authorization.k8s.io/memcached-operator-metrics-auth",
 			"clusterrolebinding.rbac.authorization.k8s.io/memcached-operator-webhook-certs"),
