@@ -392,18 +392,12 @@ func (r *Rotator) ReadyCheck(req *http.Request) error {
 	return r.gate.check(req.Context(), r.client, r.client, r.opts.MutatingWebhookConfiguration, r.opts.ValidatingWebhookConfiguration, c.Leaf)
 }
 
-// ErrNotTrusted is CheckTrusted's answer when a webhook's caBundle holds no
+// ErrNotTrusted is checkTrusted's answer when a webhook's caBundle holds no
 // CA of the served certificate.
 var ErrNotTrusted = errors.New("does not trust the served certificate yet")
 
-// CheckTrusted fails unless every webhook of both configurations has a
-// caBundle holding a CA that signed leaf.
-func CheckTrusted(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) error {
-	_, err := checkTrusted(ctx, c, mutating, validating, leaf)
-	return err
-}
-
-// checkTrusted is CheckTrusted that also returns both configurations as read.
+// checkTrusted reads both configurations and fails unless every webhook has
+// a caBundle holding a CA that signed leaf; it returns them as read.
 func checkTrusted(ctx context.Context, c client.Reader, mutating, validating string, leaf *x509.Certificate) ([]client.Object, error) {
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: mutating}, m); err != nil {
@@ -474,7 +468,7 @@ func markSeen(ctx context.Context, w client.Writer, cfgs []client.Object) error 
 	return nil
 }
 
-// trustGate is CheckTrusted for a readiness probe. Once both configurations
+// trustGate is checkTrusted for a readiness probe. Once both configurations
 // were seen to trust a certificate, a probe that cannot read them keeps
 // that verdict for the same certificate: an API server that cannot be read
 // sends no admission requests either, and turning every replica unready in
