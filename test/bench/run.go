@@ -37,6 +37,7 @@ type runFlags struct {
 	operatorFlags              string
 	operatorEnv                string
 	profileSeconds             int
+	apiServerProfileSeconds    int
 	order                      string
 	stable                     bool
 	// secondReference is how the second reference line writes.
@@ -85,6 +86,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	second := fs.String("second-reference", "apply", "How the second reference line writes: apply (the cheapest client's writes through server-side apply) or prompt (the cheapest client's, and a status naming each new generation at once).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.BoolVar(&f.stable, "stable-fleets", true, "Then converge and resize N fleets of stable pods with warm restarts (workload StatefulSet), the reference first, then the operator.")
+	fs.IntVar(&f.apiServerProfileSeconds, "apiserver-profile-seconds", 0, "Record the API server's CPU in profiles of this length, back to back, through every timed phase (0: none); the log names each phase's files.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
 	if *referenceLast {
@@ -170,6 +172,8 @@ type bench struct {
 	// profiling is held while a CPU profile runs: the Go runtime takes one
 	// at a time, and a phase can end before its profile does.
 	profiling sync.Mutex
+	// apiProfilePhase numbers the phases the API server was profiled in.
+	apiProfilePhase int
 }
 
 func newBench(ctx context.Context, f runFlags) (*bench, error) {
@@ -407,6 +411,8 @@ func (b *bench) timedPhase(ctx context.Context, w *watcher, user string, n int, 
 		}
 	}
 	api0, etcd0 := b.controlPlaneCPU()
+	stopProfiles := b.apiServerProfiles(ctx, fmt.Sprintf("%s's phase to size %d", user, size))
+	defer stopProfiles()
 	t0 := time.Now()
 	if err := act(ctx); err != nil {
 		return nil, err

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestProfileWindowsRunBackToBackUntilStoppedAndKeepTheLast(t *testing.T) {
+	g := NewWithT(t)
+	var (
+		mu       sync.Mutex
+		files    []string
+		finished int
+	)
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	take := func(_ context.Context, seconds int, file string) error {
+		g.Expect(seconds).To(Equal(10))
+		mu.Lock()
+		files = append(files, file)
+		mu.Unlock()
+		started <- struct{}{}
+		<-release
+		mu.Lock()
+		finished++
+		mu.Unlock()
+		return nil
+	}
+	stop := profileWindows(context.Background(), 10, "p/apiserver-03-%03d.pprof", take)
+	<-started
+	release <- struct{}{}
+	<-started // the second window follows the first at once
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	g.Consistently(stopped).ShouldNot(BeClosed(), "stop waits for the window under way")
+	close(release)
+	g.Eventually(stopped).Should(BeClosed())
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(files).To(Equal([]string{"p/apiserver-03-001.pprof", "p/apiserver-03-002.pprof"}), "no window after stop")
+	g.Expect(finished).To(Equal(2))
+}
+
+func TestAFailedProfileWindowEndsTheRecording(t *testing.T) {
+	g := NewWithT(t)
+	var calls atomic.Int32
+	stop := profileWindows(context.Background(), 1, "%03d", func(context.Context, int, string) error {
+		calls.Add(1)
+		return errors.New("cpu profiling already in use")
+	})
+	g.Eventually(calls.Load).Should(Equal(int32(1)))
+	g.Consistently(calls.Load).Should(Equal(int32(1)), "no window after a failed one")
+	stop()
+}
