@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
-
-	"k8s.io/client-go/rest"
 )
 
 // webhookHistogram is the API server's own view of the webhook calls:
@@ -18,28 +15,13 @@ type webhookHistogram map[string]map[string]float64
 
 // scrapeWebhookHistogram reads the histogram from the API server's /metrics.
 func scrapeWebhookHistogram(ctx context.Context, s *clusterState) (webhookHistogram, error) {
-	cfg, err := restConfig(s, userAdmin)
+	body, err := adminGet(ctx, s, "/metrics")
 	if err != nil {
 		return nil, err
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
+	defer func() { _ = body.Close() }()
 	h := webhookHistogram{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	const prefix = "apiserver_admission_webhook_admission_duration_seconds_bucket{"
 	for sc.Scan() {

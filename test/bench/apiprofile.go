@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"k8s.io/client-go/rest"
 )
 
 // apiServerProfiles records the API server's CPU profile in back-to-back
@@ -55,26 +52,11 @@ func profileWindows(ctx context.Context, seconds int, pattern string, take func(
 
 // apiServerProfile saves one CPU profile of the API server, seconds long, to file.
 func (b *bench) apiServerProfile(ctx context.Context, seconds int, file string) error {
-	cfg, err := restConfig(b.s, userAdmin)
+	body, err := adminGet(ctx, b.s, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds))
 	if err != nil {
 		return err
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cfg.Host, seconds), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
-	}
+	defer func() { _ = body.Close() }()
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
@@ -82,7 +64,7 @@ func (b *bench) apiServerProfile(ctx context.Context, seconds int, file string) 
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		_ = f.Close()
 		return err
 	}

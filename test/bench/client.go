@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -43,6 +45,32 @@ func restConfig(s *clusterState, user string) (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.UserAgent = user
 	return cfg, nil
+}
+
+// adminGet GETs path from the API server as the bench's admin and returns
+// the body of a 200 answer, for the caller to close.
+func adminGet(ctx context.Context, s *clusterState, path string) (io.ReadCloser, error) {
+	cfg, err := restConfig(s, userAdmin)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return resp.Body, nil
 }
 
 // newClient is an uncached client of user; qps > 0 turns client-side rate
