@@ -15,14 +15,14 @@ func TestProfileWindowsRunBackToBackUntilStoppedAndKeepTheLast(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		files    []string
+		lengths  []int
 		finished int
 	)
 	started := make(chan struct{}, 10)
 	release := make(chan struct{})
 	take := func(_ context.Context, seconds int, file string) error {
-		g.Expect(seconds).To(Equal(10))
 		mu.Lock()
-		files = append(files, file)
+		files, lengths = append(files, file), append(lengths, seconds)
 		mu.Unlock()
 		started <- struct{}{}
 		<-release
@@ -43,6 +43,7 @@ func TestProfileWindowsRunBackToBackUntilStoppedAndKeepTheLast(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	g.Expect(files).To(Equal([]string{"p/apiserver-03-001.pprof", "p/apiserver-03-002.pprof"}), "no window after stop")
+	g.Expect(lengths).To(Equal([]int{10, 10}))
 	g.Expect(finished).To(Equal(2))
 }
 
