@@ -20,10 +20,33 @@ func (b *bench) apiServerProfiles(ctx context.Context, what string) (stop func()
 	if b.f.apiServerProfileSeconds <= 0 {
 		return func() {}
 	}
+	dir := filepath.Join(b.out, "profiles")
+	if b.apiProfilePhase == 0 {
+		// Phases are numbered from 1 in every run: an earlier run's windows
+		// left in the folder would be merged into this run's by the glob.
+		if err := removeAPIServerProfiles(dir); err != nil {
+			logf("API server CPU profiles: %v", err)
+		}
+	}
 	b.apiProfilePhase++
-	pattern := filepath.Join(b.out, "profiles", fmt.Sprintf("apiserver-%02d-%%03d.pprof", b.apiProfilePhase))
+	pattern := filepath.Join(dir, fmt.Sprintf("apiserver-%02d-%%03d.pprof", b.apiProfilePhase))
 	logf("  API server CPU profiles of %s: %s", what, strings.Replace(pattern, "%03d", "*", 1))
 	return profileWindows(ctx, b.f.apiServerProfileSeconds, pattern, b.apiServerProfile)
+}
+
+// removeAPIServerProfiles deletes the API server profiles in dir, and
+// nothing else there.
+func removeAPIServerProfiles(dir string) error {
+	old, err := filepath.Glob(filepath.Join(dir, "apiserver-*.pprof"))
+	if err != nil {
+		return err
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // profileWindows calls take for windows of seconds, one after another, into

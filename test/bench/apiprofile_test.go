@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,4 +59,17 @@ func TestAFailedProfileWindowEndsTheRecording(t *testing.T) {
 	g.Eventually(calls.Load).Should(Equal(int32(1)))
 	g.Consistently(calls.Load).Should(Equal(int32(1)), "no window after a failed one")
 	stop()
+}
+
+func TestAnEarlierRunsAPIServerProfilesAreRemovedAndNothingElse(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	for _, f := range []string{"apiserver-01-001.pprof", "apiserver-01-007.pprof", "resize-cpu.pprof", "converged-heap.pprof"} {
+		g.Expect(os.WriteFile(filepath.Join(dir, f), nil, 0o644)).To(Succeed())
+	}
+	g.Expect(removeAPIServerProfiles(dir)).To(Succeed())
+	left, err := filepath.Glob(filepath.Join(dir, "*"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(left).To(ConsistOf(filepath.Join(dir, "resize-cpu.pprof"), filepath.Join(dir, "converged-heap.pprof")))
+	g.Expect(removeAPIServerProfiles(filepath.Join(dir, "absent"))).To(Succeed(), "no folder yet")
 }
