@@ -218,9 +218,7 @@ func withoutWebhooks() {
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
 		kind := o.GetKind()
-		isPolicy := strings.HasPrefix(kind, "ValidatingAdmissionPolicy")
-		isParams := kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-limits")
-		if !isPolicy && !isParams {
+		if !strings.HasPrefix(kind, "ValidatingAdmissionPolicy") {
 			continue
 		}
 		Expect(k8s.Create(ctx, o)).To(Succeed(), kind+" "+o.GetName())

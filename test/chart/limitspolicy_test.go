@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"context"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -8,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +19,9 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
 	"github.com/example/memcached-operator/internal/installcheck"
 )
+
+// limitsAnnotation prefixes a Namespace's annotations that cap its fleets.
+const limitsAnnotation = "memcached.cache.example.com/"
 
 // This suite runs no webhook server: what it refuses, the API server
 // refuses on its own, as it would with the operator down.
@@ -33,20 +38,29 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		return And(HaveOccurred(), WithTransform(func(err error) string { return err.Error() }, And(ContainSubstring("ValidatingAdmissionPolicy"), ContainSubstring(part))))
 	}
 
+	// install applies the release's limits policy as `helm install` or
+	// `helm upgrade --set operator.maxSize=...` would.
+	install := func(ctx SpecContext, maxSize int) {
+		vals := ciValues("default")
+		vals["operator"] = map[string]any{"maxSize": maxSize}
+		for _, obj := range renderSet(rel, ns, vals) {
+			if strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") && !warmPodsPolicy(obj) {
+				Expect(applyObject(ctx, k8sClient, obj)).To(Succeed(), obj.GetKind()+" "+obj.GetName())
+			}
+		}
+	}
+	teamCaps := map[string]string{
+		limitsAnnotation + "max-size":               "3",
+		limitsAnnotation + "allowed-image-prefixes": "registry.example.com/, mirror.example.com/memcached:",
+		limitsAnnotation + "require-auth":           "true",
+	}
+
 	BeforeAll(func(ctx SpecContext) {
 		for _, n := range []string{ns, capped, free} {
 			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
 		}
-		vals := ciValues("default")
-		vals["operator"] = map[string]any{"maxSize": 8}
-		for _, obj := range renderSet(rel, ns, vals) {
-			if (strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy") && !warmPodsPolicy(obj)) || (obj.GetKind() == "ConfigMap" && obj.GetName() == rel+"-memcached-operator-limits") {
-				Expect(applyObject(ctx, k8sClient, obj)).To(Succeed(), obj.GetKind()+" "+obj.GetName())
-			}
-		}
-		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: "team-limits",
-			Labels: map[string]string{"memcached.cache.example.com/limits": "true"}},
-			Data: map[string]string{"maxSize": "3", "allowedImagePrefixes": "registry.example.com/, mirror.example.com/memcached:", "requireAuth": "true"}})).To(Succeed())
+		install(ctx, 8)
+		Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: capped, Annotations: teamCaps}}, client.Merge)).To(Succeed())
 		// In force once it refuses: the API server loads policies a moment after they are created.
 		Eventually(func() error {
 			return k8sClient.Create(ctx, fleet(free, "probe", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](9) }), client.DryRunAll)
@@ -63,29 +77,30 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		Expect(k8sClient.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))).To(invalid("spec.replicas: Invalid value: 12"))
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`)))).To(Succeed(), "metadata is not judged")
 
-		By("a fleet stored above the cap (before it was lowered) keeps its size and may shrink, not grow")
+		By("a fleet stored above the cap (before an upgrade lowered it) keeps its size and may shrink, not grow")
 		big := fleet(free, "big", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](8) })
 		Expect(k8sClient.Create(ctx, big)).To(Succeed())
-		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rel + "-memcached-operator-limits"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"4"}}`)))).To(Succeed())
+		install(ctx, 4)
 		Eventually(func() error {
 			return k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":9}}`)), client.DryRunAll)
 		}).WithTimeout(verbWait).Should(invalid("less than or equal to 4"))
 		Expect(k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxConnections":2048}}`)))).To(Succeed(), "an edit that keeps the size")
 		Expect(k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":6}}`)))).To(Succeed(), "a shrink still above the cap")
-		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rel + "-memcached-operator-limits"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"8"}}`)))).To(Succeed())
+		install(ctx, 8)
+		Eventually(func() error {
+			return k8sClient.Patch(ctx, big, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":9}}`)), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("less than or equal to 8"))
 	})
 
 	It("holds a namespace's own caps: a lower size, image registries, auth required", func(ctx SpecContext) {
 		auth := func(s *cachev1alpha1.MemcachedSpec) {
 			s.Auth = &cachev1alpha1.AuthSpec{SecretRef: cachev1alpha1.AuthSecretReference{Name: "users"}}
 		}
-		// The API server reads a policy's parameters through an informer: the
-		// namespace's ConfigMap may reach it after the cap above changed.
+		// The API server reads the Namespace from its cache: the annotations
+		// may reach it a moment after they were written.
 		Eventually(func() error {
 			return k8sClient.Create(ctx, fleet(capped, "four", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Size = ptr.To[int32](4) }), client.DryRunAll)
-		}).WithTimeout(verbWait).Should(invalid("must be less than or equal to 3, the limit of ConfigMap team-limits of this namespace"))
+		}).WithTimeout(verbWait).Should(invalid("must be less than or equal to 3, the memcached.cache.example.com/max-size annotation of namespace limits-capped"))
 		Expect(k8sClient.Create(ctx, fleet(capped, "docker", func(s *cachev1alpha1.MemcachedSpec) { auth(s); s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
 			To(invalid("is not from an allowed registry"))
 		Expect(k8sClient.Create(ctx, fleet(capped, "lookalike", func(s *cachev1alpha1.MemcachedSpec) {
@@ -139,22 +154,10 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 			To(Succeed(), "the attached spelling")
 
 		By("an object stored while the rules were not bound (by this release nor by another the suite installed)")
-		bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
-		Expect(k8sClient.List(ctx, bindings)).To(Succeed())
-		var unbound []admissionregistrationv1.ValidatingAdmissionPolicyBinding
-		for _, b := range bindings.Items {
-			if strings.HasSuffix(b.Spec.PolicyName, "-memcached-operator-rules") {
-				Expect(k8sClient.Delete(ctx, &b)).To(Succeed())
-				b.ResourceVersion, b.UID = "", ""
-				unbound = append(unbound, b)
-			}
-		}
-		Expect(unbound).NotTo(BeEmpty())
+		rebind := unbind(ctx, "-memcached-operator-rules")
 		old := fleet(free, "old", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} })
 		Eventually(func() error { return k8sClient.Create(ctx, old) }).WithTimeout(verbWait).Should(Succeed())
-		for i := range unbound {
-			Expect(k8sClient.Create(ctx, &unbound[i])).To(Succeed())
-		}
+		rebind()
 		Eventually(func() error {
 			return k8sClient.Create(ctx, fleet(free, "daemon", func(s *cachev1alpha1.MemcachedSpec) { s.ExtraArgs = []string{"-d"} }), client.DryRunAll)
 		}).WithTimeout(verbWait).Should(invalid("spec.extraArgs"))
@@ -169,14 +172,131 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 			To(invalid("spec.extraArgs"), "once fixed, the rule holds")
 	})
 
-	It("refuses every write in a namespace whose maxSize is no number, until it is fixed", func(ctx SpecContext) {
+	It("refuses every create and change of the spec or the scale in a namespace whose max-size is no number, until it is fixed", func(ctx SpecContext) {
 		const broken = "limits-broken"
-		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: broken, Name: "limits",
-			Labels: map[string]string{"memcached.cache.example.com/limits": "true"}}, Data: map[string]string{"maxSize": "lots"}})).To(Succeed())
-		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).Should(invalid("resulted in error"))
-		Expect(k8sClient.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: broken, Name: "limits"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"data":{"maxSize":"5"}}`)))).To(Succeed())
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken,
+			Annotations: map[string]string{limitsAnnotation + "max-size": "lots"}}})).To(Succeed())
+		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).
+			Should(invalid("namespace limits-broken: annotation memcached.cache.example.com/max-size is not a whole number: lots"))
+		for _, spelling := range []string{"-1", "+2", "2.0", " 2", "1e3", "0x10", "1234567890"} {
+			Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken, Annotations: map[string]string{limitsAnnotation + "max-size": spelling}}},
+				client.Merge)).To(Succeed())
+			Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).
+				Should(invalid("is not a whole number: "+spelling), spelling)
+		}
+		Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken, Annotations: map[string]string{limitsAnnotation + "max-size": "5"}}},
+			client.Merge)).To(Succeed())
 		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).Should(Succeed())
 	})
+
+	It("cannot be lifted by the namespace's own admins and editors, only by who may update the Namespace", func(ctx SpecContext) {
+		// envtest runs no controller manager, so the built-in admin and edit
+		// roles are aggregated here as its ClusterRole aggregation would (edit
+		// is itself a part of admin, view of edit).
+		var aggregated func(name string) []rbacv1.PolicyRule
+		aggregated = func(name string) []rbacv1.PolicyRule {
+			role := &rbacv1.ClusterRole{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, role)).To(Succeed())
+			Expect(role.AggregationRule).NotTo(BeNil(), name)
+			var rules []rbacv1.PolicyRule
+			for _, sel := range role.AggregationRule.ClusterRoleSelectors {
+				parts := &rbacv1.ClusterRoleList{}
+				Expect(k8sClient.List(ctx, parts, client.MatchingLabels(sel.MatchLabels))).To(Succeed())
+				for _, p := range parts.Items {
+					if p.AggregationRule != nil {
+						rules = append(rules, aggregated(p.Name)...)
+					} else {
+						rules = append(rules, p.Rules...)
+					}
+				}
+			}
+			Expect(rules).NotTo(BeEmpty(), name)
+			return rules
+		}
+		for role, rules := range map[string][]rbacv1.PolicyRule{
+			"admin": aggregated("admin"),
+			"edit":  aggregated("edit"),
+			"owner": {{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+		} {
+			name := "limits-tenant-" + role
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: name}}))).To(Succeed())
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: name}, Rules: rules}))).To(Succeed())
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: name},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: capped, Name: name}}}))).To(Succeed())
+			_, tenant := as(capped, name)
+			// Proof the binding is in force: the tenant may write ConfigMaps here,
+			// which is all it took to lift caps kept in a ConfigMap.
+			Eventually(func() error {
+				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capped, Name: "tenant"}}, client.DryRunAll)
+			}).WithTimeout(verbWait).Should(Succeed(), role)
+			ns := &corev1.Namespace{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: capped}, ns)).To(Succeed())
+			delete(ns.Annotations, limitsAnnotation+"max-size")
+			lift := func() error { return tenant.Update(ctx, ns.DeepCopy(), client.DryRunAll) }
+			if role == "owner" {
+				Expect(lift()).To(Succeed(), "a Role that grants every resource grants the Namespace itself")
+				continue
+			}
+			Expect(lift()).To(Satisfy(forbidden), role+": update")
+			Expect(tenant.Patch(ctx, ns.DeepCopy(), client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"memcached.cache.example.com/max-size":null}}}`)), client.DryRunAll)).To(Satisfy(forbidden), role+": patch")
+		}
+	})
+
+	It("holds a namespace's caps as they change, and after the policy was unbound and bound again (an uninstall and install)", func(ctx SpecContext) {
+		const moving = "limits-moving"
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: moving,
+			Annotations: map[string]string{limitsAnnotation + "max-size": "5"}}})).To(Succeed())
+		six := func() error {
+			return k8sClient.Create(ctx, fleet(moving, "six", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](6) }), client.DryRunAll)
+		}
+		Eventually(six).WithTimeout(verbWait).Should(invalid("must be less than or equal to 5, the memcached.cache.example.com/max-size annotation of namespace limits-moving"))
+
+		By("unbinding every release's limits policy, as their uninstalls would, until the API server has dropped them")
+		rebind := unbind(ctx, "-memcached-operator-limits")
+		Eventually(six).WithTimeout(verbWait).Should(Succeed())
+		rebind()
+		Eventually(six).WithTimeout(verbWait).Should(invalid("less than or equal to 5"))
+
+		By("caps changed after that hold")
+		Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: moving,
+			Annotations: map[string]string{limitsAnnotation + "max-size": "2", limitsAnnotation + "require-tls": "true"}}}, client.Merge)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fleet(moving, "three", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](3) }), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("less than or equal to 2, the memcached.cache.example.com/max-size annotation of namespace limits-moving"))
+		Expect(k8sClient.Create(ctx, fleet(moving, "plain", nil), client.DryRunAll)).To(invalid("namespace limits-moving requires spec.tls.enabled"))
+		Expect(k8sClient.Create(ctx, fleet(moving, "tls", func(s *cachev1alpha1.MemcachedSpec) {
+			s.TLS = &cachev1alpha1.TLSSpec{Enabled: true}
+		}), client.DryRunAll)).NotTo(invalid("requires spec.tls.enabled"))
+		By("and a namespace cap above --max-size does not lift it")
+		Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: moving}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"memcached.cache.example.com/max-size":"50","memcached.cache.example.com/require-tls":null}}}`)))).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fleet(moving, "nine", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](9) }), client.DryRunAll)
+		}).WithTimeout(verbWait).Should(invalid("less than or equal to 8, the operator's --max-size"))
+		Expect(six()).To(Succeed())
+	})
 })
+
+// unbind deletes the bindings of every policy whose name ends in suffix, of
+// every release the suite installed, and returns what creates them again.
+func unbind(ctx context.Context, suffix string) (rebind func()) {
+	GinkgoHelper()
+	bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+	Expect(k8sClient.List(ctx, bindings)).To(Succeed())
+	var unbound []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range bindings.Items {
+		if strings.HasSuffix(b.Spec.PolicyName, suffix) {
+			Expect(k8sClient.Delete(ctx, &b)).To(Succeed())
+			b.ResourceVersion, b.UID = "", ""
+			unbound = append(unbound, b)
+		}
+	}
+	Expect(unbound).NotTo(BeEmpty())
+	return func() {
+		GinkgoHelper()
+		for i := range unbound {
+			Expect(k8sClient.Create(ctx, &unbound[i])).To(Succeed())
+		}
+	}
+}
