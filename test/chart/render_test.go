@@ -340,6 +340,28 @@ func TestNoRoleGrantsSecrets(t *testing.T) {
 	}
 }
 
+// TestNoPolicyTakesParams: no admission policy the chart ships reads a
+// parameter object. The API server stops a built-in kind's param informer
+// for good once no binding names that kind, and then judges with stale
+// parameters (the limits spec "holds a namespace's caps as they change"
+// shows what the chart does instead).
+func TestNoPolicyTakesParams(t *testing.T) {
+	for _, set := range allSets {
+		t.Run(set, func(t *testing.T) {
+			for _, o := range render(t, valuesSet(t, set)) {
+				if !strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") && !strings.HasPrefix(o.GetKind(), "MutatingAdmissionPolicy") {
+					continue
+				}
+				for _, field := range [][]string{{"spec", "paramKind"}, {"spec", "paramRef"}} {
+					if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, field...); found {
+						t.Errorf("%s %s sets %s", o.GetKind(), o.GetName(), strings.Join(field, "."))
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestShutdownFitsTheGracePeriod: for every preStop delay the schema
 // admits, the delay and the operator's graceful shutdown end before the
 // kubelet kills the pod, so a leader releases its Lease.
