@@ -343,8 +343,7 @@ func TestNoRoleGrantsSecrets(t *testing.T) {
 // TestNoPolicyTakesParams: no admission policy the chart ships reads a
 // parameter object. The API server stops a built-in kind's param informer
 // for good once no binding names that kind, and then judges with stale
-// parameters (the limits spec "holds a namespace's caps as they change"
-// shows what the chart does instead).
+// parameters (paramkind_test.go).
 func TestNoPolicyTakesParams(t *testing.T) {
 	for _, set := range allSets {
 		t.Run(set, func(t *testing.T) {
