@@ -40,7 +40,6 @@ type runFlags struct {
 	apiServerProfileSeconds    int
 	order                      string
 	stable                     bool
-	settleEtcd                 bool
 	// secondReference is how the second reference line writes.
 	secondReference referenceWrites
 }
@@ -88,7 +87,6 @@ func cmdRun(ctx context.Context, args []string) error {
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.BoolVar(&f.stable, "stable-fleets", true, "Then converge and resize N fleets of stable pods with warm restarts (workload StatefulSet), the reference first, then the operator.")
 	fs.IntVar(&f.apiServerProfileSeconds, "apiserver-profile-seconds", 0, "Record the API server's CPU in profiles of this length, back to back, through every timed phase (0: none); the log names each phase's files.")
-	fs.BoolVar(&f.settleEtcd, "settle-etcd", false, "Before every turn, compact etcd's history and defragment its database, so each client starts on a store of the same shape.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
 	if *referenceLast {

@@ -174,10 +174,20 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 
 	It("refuses every create and change of the spec or the scale in a namespace whose max-size is no number, until it is fixed", func(ctx SpecContext) {
 		const broken = "limits-broken"
-		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken,
-			Annotations: map[string]string{limitsAnnotation + "max-size": "lots"}}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
+		stored := fleet(broken, "stored", nil)
+		Expect(k8sClient.Create(ctx, stored)).To(Succeed())
+		Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken, Annotations: map[string]string{limitsAnnotation + "max-size": "lots"}}},
+			client.Merge)).To(Succeed())
 		Eventually(func() error { return k8sClient.Create(ctx, fleet(broken, "any", nil), client.DryRunAll) }).WithTimeout(verbWait).
 			Should(invalid("namespace limits-broken: annotation memcached.cache.example.com/max-size is not a whole number: lots"))
+		Expect(k8sClient.Patch(ctx, stored, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(invalid("is not a whole number"), "a spec change")
+		scale := &autoscalingv1.Scale{}
+		Expect(k8sClient.SubResource("scale").Get(ctx, stored, scale)).To(Succeed())
+		scale.Spec.Replicas = 1
+		Expect(k8sClient.SubResource("scale").Update(ctx, stored, client.WithSubResourceBody(scale))).To(invalid("is not a whole number"), "a scale")
+		Expect(k8sClient.Patch(ctx, stored, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"},"finalizers":null}}`)))).
+			To(Succeed(), "a label or finalizer change is not judged, so a fleet can still be deleted")
 		for _, spelling := range []string{"-1", "+2", "2.0", " 2", "1e3", "0x10", "1234567890"} {
 			Expect(k8sClient.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken, Annotations: map[string]string{limitsAnnotation + "max-size": spelling}}},
 				client.Merge)).To(Succeed())
