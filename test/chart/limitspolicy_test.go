@@ -115,6 +115,14 @@ var _ = Describe("The limits policy (admissionPolicy.enabled), with no webhook r
 		Expect(k8sClient.Create(ctx, fleet(capped, "default-image", auth), client.DryRunAll)).To(Succeed(), "an unset image is not judged")
 		Expect(k8sClient.Create(ctx, fleet(free, "open", func(s *cachev1alpha1.MemcachedSpec) { s.Image = ptr.To("docker.io/memcached:1.6") }), client.DryRunAll)).
 			To(Succeed(), "another namespace's caps are not this one's")
+		By("the namespace's size cap holds on the scale subresource too")
+		scaled := fleet(capped, "scaled", auth)
+		Expect(k8sClient.Create(ctx, scaled)).To(Succeed())
+		scale := &autoscalingv1.Scale{}
+		Expect(k8sClient.SubResource("scale").Get(ctx, scaled, scale)).To(Succeed())
+		scale.Spec.Replicas = 4
+		Expect(k8sClient.SubResource("scale").Update(ctx, scaled, client.WithSubResourceBody(scale))).
+			To(invalid("spec.replicas: Invalid value: 4: must be less than or equal to 3, the memcached.cache.example.com/max-size annotation of namespace limits-capped"))
 	})
 
 	It("admits the helm test's invalid spec, which only the validating webhook may refuse", func(ctx SpecContext) {
