@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,8 @@ type proc struct {
 	// (/proc/PID/stat field 22): with the PID it names one process, so a
 	// reused PID is never signalled.
 	Start uint64 `json:"start"`
+	// Cmd is its command line, to start it again (freshControlPlane).
+	Cmd []string `json:"cmd"`
 }
 
 // clusterState is _output/bench/cluster/state.json: what cluster-down needs.
@@ -160,8 +163,7 @@ func clusterUp(ctx context.Context, dir, binDir string, nodes int) (*clusterStat
 	if err := s.save(); err != nil {
 		return nil, err
 	}
-	pki, err := s.writePKI()
-	if err != nil {
+	if _, err := s.writePKI(); err != nil {
 		return nil, err
 	}
 	bin := func(name string) string { return filepath.Join(binDir, name) }
@@ -209,15 +211,10 @@ func clusterUp(ctx context.Context, dir, binDir string, nodes int) (*clusterStat
 		"--allow-privileged=true", "--v=1"); err != nil {
 		return nil, err
 	}
-	adminTLS, err := pki.clientTLS(userAdmin)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, "kube-apiserver", apiURL+"/readyz", adminTLS, 2*time.Minute); err != nil {
+	if err := s.waitAPIServer(ctx); err != nil {
 		return nil, err
 	}
 
-	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of a loopback component with a self-signed cert
 	if err := s.start("kube-controller-manager", bin("kube-controller-manager"),
 		"--kubeconfig="+s.kubeconfig("kube-controller-manager"),
 		"--authentication-kubeconfig="+s.kubeconfig("kube-controller-manager"),
@@ -268,11 +265,8 @@ leaderElection:
 		fmt.Sprintf("--server-address=127.0.0.1:%d", s.Ports["kwok"])); err != nil {
 		return nil, err
 	}
-	for _, c := range []string{"controller-manager", "scheduler"} {
-		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", s.Ports[c])
-		if err := waitHTTP(ctx, c, url, insecure, time.Minute); err != nil {
-			return nil, err
-		}
+	if err := s.waitSchedulers(ctx); err != nil {
+		return nil, err
 	}
 
 	c, err := newClient(s, userAdmin, 100)
@@ -282,12 +276,34 @@ leaderElection:
 	if err := createNodes(ctx, c, nodes); err != nil {
 		return nil, err
 	}
-	if err := smokeTest(ctx, c); err != nil {
+	if err := smokeTest(ctx, c, "bench-smoke"); err != nil {
 		return nil, err
 	}
 	logf("cluster up in %s: %d kwok nodes, API server %s, admin kubeconfig %s",
 		time.Since(start).Round(100*time.Millisecond), nodes, apiURL, s.kubeconfig(userAdmin))
 	return s, nil
+}
+
+// waitAPIServer waits until the API server is ready.
+func (s *clusterState) waitAPIServer(ctx context.Context) error {
+	adminTLS, err := pkiFiles{dir: filepath.Join(s.Dir, "pki")}.clientTLS(userAdmin)
+	if err != nil {
+		return err
+	}
+	return waitHTTP(ctx, "kube-apiserver", fmt.Sprintf("https://127.0.0.1:%d/readyz", s.Ports["apiserver"]), adminTLS, 2*time.Minute)
+}
+
+// waitSchedulers waits until the controller manager and the scheduler are
+// healthy.
+func (s *clusterState) waitSchedulers(ctx context.Context) error {
+	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of a loopback component with a self-signed cert
+	for _, c := range []string{"controller-manager", "scheduler"} {
+		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", s.Ports[c])
+		if err := waitHTTP(ctx, c, url, insecure, time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pkiFiles remembers the CA, to make client TLS configs from its files.
@@ -396,7 +412,7 @@ func (s *clusterState) start(name, path string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	s.Procs = append(s.Procs, proc{Name: name, PID: cmd.Process.Pid, Start: st})
+	s.Procs = append(s.Procs, proc{Name: name, PID: cmd.Process.Pid, Start: st, Cmd: append([]string{path}, args...)})
 	if err := s.save(); err != nil {
 		return err
 	}
@@ -404,6 +420,42 @@ func (s *clusterState) start(name, path string, args ...string) error {
 	// it meanwhile, so an early crash does not leave a zombie that looks alive.
 	go func() { _ = cmd.Wait() }()
 	logf("started %s (pid %d)", name, cmd.Process.Pid)
+	return nil
+}
+
+// stopNamed stops the named processes, newest first, and forgets them
+// (state.json included). It returns them in the order they started, with
+// the command lines startAgain needs.
+func (s *clusterState) stopNamed(names []string, grace time.Duration) ([]proc, error) {
+	var stopped []proc
+	for i := len(s.Procs) - 1; i >= 0; i-- {
+		p := s.Procs[i]
+		if !slices.Contains(names, p.Name) {
+			continue
+		}
+		if len(p.Cmd) == 0 {
+			return nil, fmt.Errorf("%s was started without its command line recorded: make bench-cluster-down bench-cluster-up", p.Name)
+		}
+		p.stop(grace)
+		stopped = append([]proc{p}, stopped...)
+		s.Procs = slices.Delete(s.Procs, i, i+1)
+	}
+	return stopped, s.save()
+}
+
+// startAgain starts stopped processes again in order, each with its
+// command line, waiting for the API server to be ready before what follows it.
+func (s *clusterState) startAgain(ctx context.Context, stopped []proc) error {
+	for _, p := range stopped {
+		if err := s.start(p.Name, p.Cmd[0], p.Cmd[1:]...); err != nil {
+			return err
+		}
+		if p.Name == "kube-apiserver" {
+			if err := s.waitAPIServer(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -553,10 +605,12 @@ func createNodes(ctx context.Context, c client.Client, n int) error {
 
 // smokeTest proves the chain Deployment → ReplicaSet → scheduled pod →
 // Ready (kwok) → Available before any measurement relies on it.
-func smokeTest(ctx context.Context, c client.Client) error {
-	labels := map[string]string{"app": "bench-smoke"}
+// The Deployment is named name (each smoke test its own: the last one's may
+// still be going).
+func smokeTest(ctx context.Context, c client.Client, name string) error {
+	labels := map[string]string{"app": name}
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-smoke", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},

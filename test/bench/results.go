@@ -36,6 +36,9 @@ type results struct {
 		OperatorEnv                       string `json:",omitempty"`
 		Order                             string
 		StableFleets                      bool
+		// FreshControlPlane: every turn began on a restarted control plane
+		// and a compacted, defragmented etcd.
+		FreshControlPlane bool `json:",omitempty"`
 		// SecondReference is how the second reference line wrote.
 		SecondReference referenceWrites `json:",omitempty"`
 	} `json:"config"`
@@ -85,6 +88,7 @@ func newResults(f runFlags, s *clusterState) *results {
 	c.Order = f.order
 	c.SecondReference = f.secondReference
 	c.StableFleets = f.stable
+	c.FreshControlPlane = f.freshControlPlane
 	return r
 }
 
@@ -517,6 +521,9 @@ func (r *results) table() string {
 	}[r.Config.Order]
 	if order == "" {
 		order = "reference first"
+	}
+	if r.Config.FreshControlPlane {
+		order += ", each turn on a fresh control plane"
 	}
 	fmt.Fprintf(&sb, "memcached-operator bench: N=%d fleets × %d pods, %d workers, %d kwok nodes, %s; %s; load average at start/end %s\n\n",
 		r.Config.N, r.Config.Size, r.Config.Workers, r.Config.Nodes, order, r.Machine, strings.Join(r.LoadAverage, " / "))

@@ -40,6 +40,7 @@ type runFlags struct {
 	apiServerProfileSeconds    int
 	order                      string
 	stable                     bool
+	freshControlPlane          bool
 	// secondReference is how the second reference line writes.
 	secondReference referenceWrites
 }
@@ -86,6 +87,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	second := fs.String("second-reference", "apply", "How the second reference line writes: apply (the cheapest client's writes through server-side apply) or prompt (the cheapest client's, and a status naming each new generation at once).")
 	referenceLast := fs.Bool("reference-last", false, "Short for -order reference-last.")
 	fs.BoolVar(&f.stable, "stable-fleets", true, "Then converge and resize N fleets of stable pods with warm restarts (workload StatefulSet), the reference first, then the operator.")
+	fs.BoolVar(&f.freshControlPlane, "fresh-control-plane", true, "Start every turn on a fresh control plane: restart kube-apiserver, kube-controller-manager and kube-scheduler, and compact and defragment etcd, so that no client inherits the turns before it.")
 	fs.IntVar(&f.apiServerProfileSeconds, "apiserver-profile-seconds", 0, "Record the API server's CPU in profiles of this length, back to back, through every timed phase (0: none); the log names each phase's files.")
 	fs.IntVar(&f.profileSeconds, "profile-seconds", 20, "Length of the CPU profiles taken from the start of the operator's converge and of its resize (0: none).")
 	_ = fs.Parse(args)
@@ -230,7 +232,9 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	for i, t := range order {
 		logf("turn %d of %d (-order %s): %s", i+1, len(order), f.order, t.named(f.secondReference))
-		b.turnStart(ctx)
+		if err := b.turnStart(ctx, i+1); err != nil {
+			return err
+		}
 		var err error
 		switch t {
 		case turnReference:
