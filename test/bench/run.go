@@ -176,6 +176,8 @@ type bench struct {
 	profiling sync.Mutex
 	// apiProfilePhase numbers the phases the API server was profiled in.
 	apiProfilePhase int
+	// cpuAtTurn is the machine's CPU time as the last turn started.
+	cpuAtTurn cpuTimes
 }
 
 func newBench(ctx context.Context, f runFlags) (*bench, error) {

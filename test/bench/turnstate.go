@@ -32,6 +32,7 @@ func (b *bench) turnStart(ctx context.Context, turn int) error {
 			return fmt.Errorf("fresh control plane: %w", err)
 		}
 	}
+	b.logMachine()
 	apiRSS := 0.0
 	for _, p := range b.s.Procs {
 		if p.Name == "kube-apiserver" {
@@ -48,6 +49,29 @@ func (b *bench) turnStart(ctx context.Context, turn int) error {
 	logf("  control plane: etcd revision %d, database %.0f MiB (%.0f in use), kube-apiserver RSS %.0f MiB",
 		st.Header.Revision, mib(st.DBSize), mib(st.DBSizeInUse), apiRSS)
 	return nil
+}
+
+// logMachine logs the machine's speed as the turn starts and the share of
+// its CPU time the host took since the last turn started: a later turn's
+// slower times are the machine's when those moved with them.
+func (b *bench) logMachine() {
+	speed, err := machineSpeed()
+	if err != nil {
+		logf("  machine: probe: %v", err)
+		return
+	}
+	now, err := readCPUTimes()
+	if err != nil {
+		logf("  machine: %v", err)
+		return
+	}
+	stolen := ""
+	if b.cpuAtTurn.total > 0 {
+		stolen = fmt.Sprintf("; %.1f %% of CPU time taken by the host (steal) since the last turn started", 100*stolenShare(b.cpuAtTurn, now))
+	}
+	b.cpuAtTurn = now
+	logf("  machine: a pod's JSON decoded and encoded in %.1f µs (one core, best of 5 × 2,000)%s",
+		float64(speed.Nanoseconds())/1000, stolen)
 }
 
 func (b *bench) etcdURL() string { return fmt.Sprintf("http://127.0.0.1:%d", b.s.Ports["etcd-client"]) }
