@@ -52,10 +52,10 @@ const (
 	stableFleets     = true
 )
 
-// The orders the clients run in on one control plane. Whoever runs
-// second was measured 14-21 % slower at N=1000, so a
-// single order measures the order as much as the operator; balanced runs
-// every client twice in mirrored places (see turns) and compares the means.
+// The orders the clients run in. A turn's time moves with its place in the
+// run even on a fresh control plane (the machine drifts), so a single order
+// measures the order as much as the operator; balanced runs every client
+// twice in mirrored places (see turns) and compares the means.
 const (
 	orderReferenceFirst = "reference-first"
 	orderReferenceLast  = "reference-last"
