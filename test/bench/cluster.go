@@ -427,14 +427,18 @@ func (s *clusterState) start(name, path string, args ...string) error {
 // (state.json included). It returns them in the order they started, with
 // the command lines startAgain needs.
 func (s *clusterState) stopNamed(names []string, grace time.Duration) ([]proc, error) {
+	// Checked before anything stops: a control plane half stopped is worse
+	// than one not refreshed.
+	for _, p := range s.Procs {
+		if slices.Contains(names, p.Name) && len(p.Cmd) == 0 {
+			return nil, fmt.Errorf("%s was started without its command line recorded: make bench-cluster-down bench-cluster-up", p.Name)
+		}
+	}
 	var stopped []proc
 	for i := len(s.Procs) - 1; i >= 0; i-- {
 		p := s.Procs[i]
 		if !slices.Contains(names, p.Name) {
 			continue
-		}
-		if len(p.Cmd) == 0 {
-			return nil, fmt.Errorf("%s was started without its command line recorded: make bench-cluster-down bench-cluster-up", p.Name)
 		}
 		p.stop(grace)
 		stopped = append([]proc{p}, stopped...)

@@ -50,12 +50,25 @@ func TestStoppedProcessesStartAgainAndAreRecorded(t *testing.T) {
 	g.Expect(onDisk.Procs[1]).To(Equal(old[2]), "kwok untouched")
 }
 
-// A process recorded before command lines were is not guessed at.
-func TestStopNamedRefusesAProcessWithoutItsCommandLine(t *testing.T) {
+// A process recorded before command lines were is not guessed at, and
+// nothing is stopped when one of them cannot start again.
+func TestStopNamedStopsNothingWhenAProcessLacksItsCommandLine(t *testing.T) {
 	g := NewWithT(t)
-	s := &clusterState{Dir: t.TempDir(), Procs: []proc{{Name: "kube-apiserver", PID: 1 << 30}}}
-	_, err := s.stopNamed([]string{"kube-apiserver"}, time.Second)
+	dir := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(dir, "logs"), 0o700)).To(Succeed())
+	s := &clusterState{Dir: dir, Ports: map[string]int{}}
+	g.Expect(s.start("kube-apiserver", "/bin/sleep", "300")).To(Succeed())
+	g.Expect(s.start("kube-scheduler", "/bin/sleep", "300")).To(Succeed())
+	t.Cleanup(func() {
+		for _, p := range s.Procs {
+			p.stop(time.Second)
+		}
+	})
+	s.Procs[0].Cmd = nil // as state.json holds it from before command lines were recorded
+	_, err := s.stopNamed([]string{"kube-apiserver", "kube-scheduler"}, time.Second)
 	g.Expect(err).To(MatchError(ContainSubstring("bench-cluster-up")))
+	g.Expect(s.Procs).To(HaveLen(2))
+	g.Expect(s.Procs[1].running()).To(BeTrue(), "the scheduler, newer and restartable, was not stopped")
 }
 
 func names(procs []proc) []string {
