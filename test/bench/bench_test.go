@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -137,7 +138,7 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 		return &pairResult{N: 10, Converge: &phaseResult{Seconds: converge, Fleets: 10, Converged: 10}, Resize: &phaseResult{Seconds: resize, Fleets: 10, Converged: 10}}
 	}
 	var r results
-	r.Config.N, r.Config.Order = 10, orderBalanced
+	r.Config.N, r.Config.Order = 1000, orderBalanced
 	// Whoever runs second is slower: the first pair alone says 1.50 on converge.
 	r.Reference, r.Operator, r.OperatorAgain, r.ReferenceAgain = run(10, 10), run(15, 12), run(10, 10), run(14, 14)
 	r.evaluate()
@@ -145,16 +146,16 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 	for _, tg := range r.Targets {
 		byName[tg.Name] = tg
 	}
-	conv := byName["converge time / cheapest client at N=10"]
+	conv := byName["converge time / cheapest client at N=1000"]
 	g.Expect(conv.Value).To(HavePrefix("mean 12.5s / 12.0s = 1.04; reference first 15.0s / 10.0s = 1.50, reference last 10.0s / 14.0s = 0.71"))
 	g.Expect(conv.Met).To(HaveValue(BeTrue()))
-	resize := byName["resize time / cheapest client at N=10"]
+	resize := byName["resize time / cheapest client at N=1000"]
 	g.Expect(resize.Value).To(HavePrefix("mean 11.0s / 12.0s = 0.92"))
 
 	r.OperatorAgain.Converge.Seconds = 20 // (15+20)/2 / 12 = 1.46
 	r.evaluate()
 	for _, tg := range r.Targets {
-		if tg.Name == "converge time / cheapest client at N=10" {
+		if tg.Name == "converge time / cheapest client at N=1000" {
 			g.Expect(tg.Met).To(HaveValue(BeFalse()))
 		}
 	}
@@ -166,6 +167,48 @@ func TestBalancedRatioIsOfTheMeans(t *testing.T) {
 	r.Config.Order, r.OperatorAgain = orderReferenceFirst, nil // one order asked for: the one pair
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(HaveField("Value", "15.0s / 10.0s = 1.50")))
+}
+
+// TestRatiosAreJudgedAtTheIssuesScale: the converge, resize and API
+// server CPU ratios are judged at N=1000, where the issue sets them; a
+// smaller run prints them beside the limit and its scale, and fails no
+// check on them.
+func TestRatiosAreJudgedAtTheIssuesScale(t *testing.T) {
+	g := NewWithT(t)
+	run := func(seconds, apiCPU float64) *pairResult {
+		phase := func() *phaseResult {
+			return &phaseResult{Seconds: seconds, Fleets: 10, Converged: 10, APIServerCPUSeconds: apiCPU}
+		}
+		return &pairResult{N: 10, Converge: phase(), Resize: phase()}
+	}
+	ratioRows := []string{"converge time / cheapest client", "resize time / cheapest client",
+		"API server CPU, converge: operator / cheapest client", "API server CPU, resize: operator / cheapest client"}
+	for _, n := range []int{100, 999, 1000, 2000} {
+		var r results
+		r.Config.N, r.Config.Order = n, orderReferenceFirst
+		r.Reference, r.Operator = run(10, 10), run(20, 20) // 2.0 × on every ratio
+		r.evaluate()
+		for _, row := range ratioRows {
+			var found *target
+			for i := range r.Targets {
+				if strings.HasPrefix(r.Targets[i].Name, row) {
+					found = &r.Targets[i]
+				}
+			}
+			g.Expect(found).NotTo(BeNil(), "N=%d: %s", n, row)
+			if n >= 1000 {
+				g.Expect(found.Met).To(HaveValue(BeFalse()), "N=%d: %s", n, row)
+				g.Expect(found.Limit).NotTo(ContainSubstring("at N="), "N=%d: %s", n, row)
+				g.Expect(r.failedChecks(false)).To(ContainElement(HavePrefix(found.Name)), "N=%d", n)
+			} else {
+				g.Expect(found.Met).To(BeNil(), "N=%d: %s", n, row)
+				g.Expect(found.Limit).To(HaveSuffix(" at N=1000"), "N=%d: %s", n, row)
+			}
+		}
+		if n < 1000 {
+			g.Expect(r.failedChecks(false)).To(BeEmpty(), "N=%d", n)
+		}
+	}
 }
 
 // TestStableFleetsAreCheckedAndTabled: a stable fleet the operator never
@@ -319,7 +362,7 @@ func TestAPIServerCPURatio(t *testing.T) {
 		return &pairResult{N: 10, Converge: &phaseResult{Seconds: 10, Fleets: 10, Converged: 10, APIServerCPUSeconds: cpu}}
 	}
 	var r results
-	r.Config.N, r.Config.Order = 10, orderReferenceFirst
+	r.Config.N, r.Config.Order = 1000, orderReferenceFirst
 	r.Reference, r.Operator = run(10), run(16)
 	r.evaluate()
 	g.Expect(r.Targets).To(ContainElement(And(HaveField("Name", "API server CPU, converge: operator / cheapest client"),

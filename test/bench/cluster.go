@@ -208,6 +208,9 @@ func clusterUp(ctx context.Context, dir, binDir string, nodes int) (*clusterStat
 		"--proxy-client-cert-file="+p("front-proxy-client.crt"), "--proxy-client-key-file="+p("front-proxy-client.key"),
 		"--audit-policy-file="+policyFile, "--audit-log-path="+s.auditLog(),
 		"--audit-log-format=json", "--audit-log-maxsize=0", "--audit-log-mode=blocking",
+		// Without it open watches hold a stopping API server until its
+		// 60 s request timeout, past the grace a fresh turn gives it.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--allow-privileged=true", "--v=1"); err != nil {
 		return nil, err
 	}

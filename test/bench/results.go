@@ -200,8 +200,13 @@ type sweepPoint struct {
 	OperatorPeakRSSMiB     float64 `json:"operatorPeakRssMiB"`
 }
 
+// ratioTargetN is the fleet count at which the issue sets the converge,
+// resize and API server CPU ratios to the cheapest client.
+const ratioTargetN = 1000
+
 // target is one line of the issue's targets. Met is nil for figures that
-// are only reported, and for every timing in CI mode.
+// are only reported, for every timing in CI mode, and for the ratios set at
+// ratioTargetN in a smaller run.
 type target struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
@@ -258,16 +263,25 @@ func (r *results) evaluate() {
 		}
 		return check(ok)
 	}
+	// The issue sets the time and API server CPU ratios at N=1000; below
+	// it a turn lasts seconds, the machine's drift moves a ratio by about
+	// 0.1, and the second status write the 5 s rule costs weighs more, so
+	// those ratios are printed beside the limit, not judged.
+	ratioLimit, atScale := func(limit string) string { return limit }, timing
+	if r.Config.N < ratioTargetN {
+		ratioLimit = func(limit string) string { return fmt.Sprintf("%s at N=%d", limit, ratioTargetN) }
+		atScale = func(bool) *bool { return nil }
+	}
 	if r.Operator != nil && r.Operator.Converge != nil {
 		op := r.Operator.Converge
 		add(target{Name: "every fleet converges (operator)", Value: fmt.Sprintf("%d/%d", op.Converged, op.Fleets),
 			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
 		if value, ratio, ok := r.timeRatio(convergeOf); ok {
 			add(target{Name: "converge time / cheapest client " + atN, Value: value,
-				Limit: "≤ 1.3", Met: timing(ratio <= 1.3),
+				Limit: ratioLimit("≤ 1.3"), Met: atScale(ratio <= 1.3),
 				Note: lagNote(op, r.Reference.Converge)})
 		}
-		r.evaluateCost(add, "converge", convergeOf, timing)
+		r.evaluateCost(add, "converge", convergeOf, ratioLimit, atScale)
 		// Rounded: a difference of two fractions would print as 5.0200000000000005.
 		perFleetBesidesProgress := math.Round((op.WritesPerFleetExclEvents-float64(op.ProgressWrites)/float64(op.Fleets))*1e6) / 1e6
 		add(target{Name: "writes per fleet, converge (applies + status)", Value: perFleet(op.WritesPerFleetExclEvents),
@@ -293,11 +307,11 @@ func (r *results) evaluate() {
 			Limit: "all", Met: check(op.Converged == op.Fleets), Correctness: true})
 		if value, ratio, ok := r.timeRatio(resizeOf); ok {
 			add(target{Name: "resize time / cheapest client " + atN, Value: value,
-				Limit: "≤ 1.3", Met: timing(ratio <= 1.3),
+				Limit: ratioLimit("≤ 1.3"), Met: atScale(ratio <= 1.3),
 				Note: fmt.Sprintf("writes/fleet %.2f (%.2f with events; %s); reference %s; %s",
 					op.WritesPerFleetExclEvents, op.WritesPerFleet, progressNote(op), refWrites(r.Reference, false), lagNote(op, r.Reference.Resize))})
 		}
-		r.evaluateCost(add, "resize", resizeOf, timing)
+		r.evaluateCost(add, "resize", resizeOf, ratioLimit, atScale)
 	}
 	r.evaluateStable(add)
 	if r.Idle != nil {
@@ -386,10 +400,10 @@ func floorNote(all []admissionResult, a admissionResult) string {
 // client), and what server-side apply costs the same client (apply over
 // cheapest, in time and in API server CPU), or with -second-reference
 // prompt what naming each new generation at once costs it.
-func (r *results) evaluateCost(add func(target), name string, phase func(*pairResult) *phaseResult, timing func(bool) *bool) {
+func (r *results) evaluateCost(add func(target), name string, phase func(*pairResult) *phaseResult, limit func(string) string, atScale func(bool) *bool) {
 	if value, ratio, ok := r.ratio(phase, apiServerSeconds, " CPU s", r.Operator, r.OperatorAgain, r.Reference, r.ReferenceAgain); ok {
 		add(target{Name: "API server CPU, " + name + ": operator / cheapest client", Value: value,
-			Limit: "≤ 1.5", Met: timing(ratio <= 1.5), Note: etcdNote(phase, r.Operator, r.Reference)})
+			Limit: limit("≤ 1.5"), Met: atScale(ratio <= 1.5), Note: etcdNote(phase, r.Operator, r.Reference)})
 	}
 	second := r.Config.SecondReference.client()
 	if value, _, ok := r.ratio(phase, seconds, "s", r.ApplyReference, r.ApplyReferenceAgain, r.Reference, r.ReferenceAgain); ok {
