@@ -97,6 +97,26 @@ func TestFloorNote(t *testing.T) {
 	}
 }
 
+// The cheapest webhook's second copy is reported beside the first at 200/s,
+// never judged, and only when both were measured.
+func TestFloorSpread(t *testing.T) {
+	r := &results{Admission: []admissionResult{{Path: pathDirect, Rate: 200, P99Ms: 3},
+		{Path: pathFloor, Rate: 200, P99Ms: 2}, {Path: pathFloorCopy, Rate: 50, P99Ms: 9}, {Path: pathFloorCopy, Rate: 200, P99Ms: 1.6}}}
+	r.evaluate()
+	var got []target
+	for _, tg := range r.Targets {
+		if tg.Name == "admission p99 at 200/s: cheapest webhook / its second copy" {
+			got = append(got, tg)
+		}
+	}
+	if len(got) != 1 || got[0].Value != "1.25 (2.00 / 1.60 ms)" || got[0].Met != nil {
+		t.Errorf("got %+v, want one unjudged row of 1.25 (2.00 / 1.60 ms)", got)
+	}
+	if _, ok := floorSpread(r.Admission[2:], r.Admission[3]); ok {
+		t.Error("reported without the first copy's figure")
+	}
+}
+
 // The webhook's p99 at 200/s is judged against the cheapest webhook's in
 // the same run outside CI, only reported in CI, and only reported without
 // the cheapest webhook's figure.

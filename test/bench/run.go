@@ -29,6 +29,7 @@ type runFlags struct {
 	churnFraction              float64
 	admissionRates             string
 	admissionDuration          time.Duration
+	admissionTurn              time.Duration
 	sweepWorkers, sweepN       string
 	sweepQPS                   string
 	ci                         bool
@@ -75,6 +76,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.Float64Var(&f.churnFraction, "churn-fraction", 0.1, "Share of the pods deleted per churn round.")
 	fs.StringVar(&f.admissionRates, "admission-rates", "50,200,1000", "Admission request rates (per second), comma-separated; empty skips the scenario.")
 	fs.DurationVar(&f.admissionDuration, "admission-duration", 20*time.Second, "Length of each admission rate step: 20 s gives a p99 at 200/s over 4,000 requests a path.")
+	fs.DurationVar(&f.admissionTurn, "admission-turn", 100*time.Millisecond, "How long one webhook server is loaded before the next takes its turn, within each rate step.")
 	fs.StringVar(&f.sweepWorkers, "sweep-workers", "", "Worker counts for the converge-vs-workers curve (at -n), e.g. 1,2,4,8,16.")
 	fs.StringVar(&f.sweepN, "sweep-n", "", "Fleet counts for the converge-vs-N curve (at -workers), e.g. 50,100,200.")
 	fs.StringVar(&f.sweepQPS, "sweep-qps", "", "Client-side limits of the operator (--kube-api-qps) for the converge-vs-QPS curve (at -n and -workers), e.g. 10,25,50,100,0 (0: no limit).")
