@@ -132,6 +132,20 @@ func TestWebhookP99Target(t *testing.T) {
 		}
 		r.Config.CI = tc.ci
 		r.evaluate()
+		if tc.floor > 0 && !tc.ci {
+			// A second copy of the cheapest webhook: the ratio is to their mean.
+			r.Targets = nil
+			r.Admission = append(r.Admission, admissionResult{Path: pathFloorCopy, Rate: 200, P99Ms: 2 * tc.floor})
+			r.evaluate()
+			for _, tg := range r.Targets {
+				if tg.Name == "admission p99 at 200/s: webhook endpoint / cheapest webhook" && (tg.Met == nil || !*tg.Met) {
+					t.Errorf("p99 %.2f ms against the mean of %.2f and %.2f: not met: %s", tc.p99, tc.floor, 2*tc.floor, tg.Value)
+				}
+			}
+			r.Admission = r.Admission[:len(r.Admission)-1]
+			r.Targets = nil
+			r.evaluate()
+		}
 		got := "missing"
 		for _, tg := range r.Targets {
 			if tg.Name == "admission p99 at 200/s: webhook endpoint / cheapest webhook" {

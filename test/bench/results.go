@@ -372,13 +372,26 @@ func (r *results) evaluate() {
 func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *bool) target {
 	t := target{Name: "admission p99 at 200/s: webhook endpoint / cheapest webhook", Value: fmt.Sprintf("%.2f ms", a.P99Ms),
 		Limit: "reported", Note: floorNote(all, a)}
-	for _, f := range all {
-		if f.Path == pathFloor && f.Rate == a.Rate && f.P99Ms > 0 {
-			ratio := a.P99Ms / f.P99Ms
-			t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms)", ratio, a.P99Ms, f.P99Ms)
-			t.Limit, t.Met = "≤ 1.5", timing(ratio <= 1.5)
+	var floors []float64
+	for _, path := range []string{pathFloor, pathFloorCopy} {
+		for _, f := range all {
+			if f.Path == path && f.Rate == a.Rate && f.P99Ms > 0 {
+				floors = append(floors, f.P99Ms)
+			}
 		}
 	}
+	if len(floors) == 0 {
+		return t
+	}
+	// Both copies of the cheapest webhook measure the same nothing; their
+	// mean halves what chance adds to the ratio's denominator.
+	floor := (floors[0] + floors[len(floors)-1]) / 2
+	ratio := a.P99Ms / floor
+	t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms)", ratio, a.P99Ms, floor)
+	if len(floors) > 1 {
+		t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms, the mean of %.2f and %.2f)", ratio, a.P99Ms, floor, floors[0], floors[1])
+	}
+	t.Limit, t.Met = "≤ 1.5", timing(ratio <= 1.5)
 	return t
 }
 
