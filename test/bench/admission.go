@@ -295,7 +295,9 @@ func openLoop(ctx context.Context, rate int, d time.Duration, do func(context.Co
 			}
 		}()
 	}
-	l.sending = time.Since(t0)
+	// The last request's interval belongs to the window too: without it a
+	// turn of 5 requests at 50/s would count 80 ms of sending, not 100.
+	l.sending = time.Since(t0) + interval
 	wg.Wait()
 	l.errors = int(errs.Load())
 	if s, ok := firstErr.Load().(string); ok {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -158,6 +159,18 @@ func TestWebhookP99Target(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("p99 %.2f ms against %.2f, ci %t: met %s, want %s", tc.p99, tc.floor, tc.ci, got, tc.want)
 		}
+	}
+}
+
+// Short turns never count more than the offered rate: each request's
+// interval, the last one's too, is part of the time spent sending.
+func TestOpenLoopShortTurnsKeepTheRate(t *testing.T) {
+	l := &load{}
+	for range 5 {
+		l.add(openLoop(context.Background(), 50, 100*time.Millisecond, func(context.Context, int) error { return nil }))
+	}
+	if res := l.result(pathFloor, 50); res.Requests != 25 || res.AchievedRate > 50 {
+		t.Errorf("5 turns of 100 ms at 50/s: %d requests at %.1f/s, want 25 at no more than 50/s", res.Requests, res.AchievedRate)
 	}
 }
 
