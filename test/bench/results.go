@@ -372,27 +372,39 @@ func (r *results) evaluate() {
 func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *bool) target {
 	t := target{Name: "admission p99 at 200/s: webhook endpoint / cheapest webhook", Value: fmt.Sprintf("%.2f ms", a.P99Ms),
 		Limit: "reported", Note: floorNote(all, a)}
-	var floors []float64
-	for _, path := range []string{pathFloor, pathFloorCopy} {
-		for _, f := range all {
-			if f.Path == path && f.Rate == a.Rate && f.P99Ms > 0 {
-				floors = append(floors, f.P99Ms)
-			}
-		}
-	}
-	if len(floors) == 0 {
+	floor, copies := floorP99(all, a.Rate)
+	if floor == 0 {
 		return t
 	}
-	// Both copies of the cheapest webhook measure the same nothing; their
-	// mean halves what chance adds to the ratio's denominator.
-	floor := (floors[0] + floors[len(floors)-1]) / 2
 	ratio := a.P99Ms / floor
 	t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms)", ratio, a.P99Ms, floor)
-	if len(floors) > 1 {
-		t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms, the mean of %.2f and %.2f)", ratio, a.P99Ms, floor, floors[0], floors[1])
+	if len(copies) > 1 {
+		t.Value = fmt.Sprintf("%.2f (%.2f / %.2f ms, the mean of %.2f and %.2f)", ratio, a.P99Ms, floor, copies[0], copies[1])
 	}
 	t.Limit, t.Met = "≤ 1.5", timing(ratio <= 1.5)
 	return t
+}
+
+// floorP99 is the cheapest webhook's p99 at rate: the mean of its copies',
+// which measure the same nothing, so that the mean halves what chance adds
+// to a ratio's denominator; 0 when none was measured.
+func floorP99(all []admissionResult, rate int) (float64, []float64) {
+	var copies []float64
+	for _, path := range []string{pathFloor, pathFloorCopy} {
+		for _, f := range all {
+			if f.Path == path && f.Rate == rate && f.P99Ms > 0 {
+				copies = append(copies, f.P99Ms)
+			}
+		}
+	}
+	if len(copies) == 0 {
+		return 0, nil
+	}
+	sum := 0.0
+	for _, c := range copies {
+		sum += c
+	}
+	return sum / float64(len(copies)), copies
 }
 
 // floorSpread reports the cheapest webhook's p99 over its second copy's in
@@ -413,9 +425,11 @@ func floorSpread(all []admissionResult, c admissionResult) (target, bool) {
 // same rate in the same run, which is what the machine itself costs.
 func floorNote(all []admissionResult, a admissionResult) string {
 	note := ""
-	for _, f := range all {
-		if f.Path == pathFloor && f.Rate == a.Rate && f.P99Ms > 0 {
-			note = fmt.Sprintf("cheapest webhook %.2f ms, p50 %.2f against %.2f ms: %.2f × its p99", f.P99Ms, a.P50Ms, f.P50Ms, a.P99Ms/f.P99Ms)
+	if floor, _ := floorP99(all, a.Rate); floor > 0 {
+		for _, f := range all {
+			if f.Path == pathFloor && f.Rate == a.Rate {
+				note = fmt.Sprintf("cheapest webhook %.2f ms, p50 %.2f against %.2f ms: %.2f × its p99", floor, a.P50Ms, f.P50Ms, a.P99Ms/floor)
+			}
 		}
 	}
 	for _, h := range all {
