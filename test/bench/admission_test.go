@@ -95,7 +95,8 @@ func TestFloorNote(t *testing.T) {
 	all = append(all, admissionResult{Path: pathServer, Rate: 200, P50Ms: 0.6, P99Ms: 2.25}, admissionResult{Path: pathServer, Rate: 50, P50Ms: 7, P99Ms: 7})
 	if got, want := floorNote(all, direct), "cheapest webhook 2.00 ms, p50 1.00 against 0.50 ms: 1.50 × its p99; a fixed answer on controller-runtime's server 2.25 ms (p50 0.60); the operator's handlers alone 2.50 ms (p50 0.75)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
-	}	// With a second copy the note's figure is the mean the target judges by.
+	}
+	// With a second copy the note's figure is the mean the target judges by.
 	all = append(all, admissionResult{Path: pathFloorCopy, Rate: 200, P50Ms: 0.5, P99Ms: 4})
 	if got, want := floorNote(all, direct), "cheapest webhook 3.00 ms, p50 1.00 against 0.50 ms: 1.00 × its p99; a fixed answer on controller-runtime's server 2.25 ms (p50 0.60); the operator's handlers alone 2.50 ms (p50 0.75)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
