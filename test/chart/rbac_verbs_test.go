@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -343,7 +344,9 @@ func runningPods(ctx context.Context, ns, name string, pods map[string]string) {
 
 // rolledOut stands in for the Deployment controller: once the fleet's
 // Deployment carries the spread constraints (the operator has read the
-// change, after the pods), it is rolled out.
+// change, after the pods), it is rolled out. It returns once the fleet's
+// status says the operator has seen the rollout complete: a scale-down it
+// reads as mid-rollout is left to the Deployment controller, unmarked.
 func rolledOut(ctx context.Context, ns, name string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
@@ -353,5 +356,13 @@ func rolledOut(ctx context.Context, ns, name string) {
 		n := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}).WithTimeout(verbWait).Should(Succeed())
+	Eventually(func(g Gomega) {
+		mc := &cachev1alpha1.Memcached{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mc)).To(Succeed())
+		g.Expect(mc.Status.ObservedGeneration).To(Equal(mc.Generation))
+		c := apimeta.FindStatusCondition(mc.Status.Conditions, cachev1alpha1.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonRolloutComplete))
 	}).WithTimeout(verbWait).Should(Succeed())
 }
