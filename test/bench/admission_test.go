@@ -179,6 +179,30 @@ func TestOpenLoopShortTurnsKeepTheRate(t *testing.T) {
 	}
 }
 
+// A turn that would never end a window, or that gives a server no request,
+// is refused before the bench starts; no rates, no check.
+func TestCheckAdmissionTurn(t *testing.T) {
+	for _, tc := range []struct {
+		turn  time.Duration
+		rates string
+		ok    bool
+	}{
+		{100 * time.Millisecond, "50,200,1000", true},
+		{time.Second, "1", true},
+		{0, "", true},
+		{0, "50", false},
+		{-time.Second, "50", false},
+		{10 * time.Millisecond, "50,200", false},
+		{100 * time.Millisecond, "0", false},
+		{100 * time.Millisecond, "-50", false},
+		{100 * time.Millisecond, "fifty", false},
+	} {
+		if err := checkAdmissionTurn(tc.turn, tc.rates); (err == nil) != tc.ok {
+			t.Errorf("turn %s, rates %q: error %v, want ok %t", tc.turn, tc.rates, err, tc.ok)
+		}
+	}
+}
+
 // TestLoadAddsTurns: a path's turns add up to one result: every request,
 // every error, the first error met, and quantiles over all the latencies.
 func TestLoadAddsTurns(t *testing.T) {

@@ -104,6 +104,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("-second-reference %q: want apply or prompt", *second)
 	}
+	if err := checkAdmissionTurn(f.admissionTurn, f.admissionRates); err != nil {
+		return err
+	}
 	if !slices.Contains([]string{orderReferenceFirst, orderReferenceLast, orderBalanced}, f.order) {
 		return fmt.Errorf("-order %q: want %s, %s or %s", f.order, orderBalanced, orderReferenceFirst, orderReferenceLast)
 	}
@@ -868,6 +871,25 @@ func (b *bench) sweeps(ctx context.Context) error {
 		}
 		if err := point("qps", b.f.n, b.f.workers, float64(q), fmt.Sprintf("q%d", q)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkAdmissionTurn refuses a rate that is not positive, and a turn in
+// which a server at some rate gets no request (zero or negative turns
+// included, which would never end a rate's window).
+func checkAdmissionTurn(turn time.Duration, rates string) error {
+	rs, err := intList(rates)
+	if err != nil {
+		return fmt.Errorf("-admission-rates %w", err)
+	}
+	for _, r := range rs {
+		if r <= 0 {
+			return fmt.Errorf("-admission-rates %q: %d is not a positive rate", rates, r)
+		}
+		if float64(r)*turn.Seconds() < 1 {
+			return fmt.Errorf("-admission-turn %s: a server gets no request in a turn at %d/s", turn, r)
 		}
 	}
 	return nil
