@@ -1,13 +1,15 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -71,66 +73,178 @@ func (d *Defaulter) Default(op admissionv1.Operation, spec *cachev1alpha1.Memcac
 
 // defaultsPatch is the JSON patch that takes the spec as the request holds
 // it (raw) to one with what defaulting changed from before to after. It
-// compares before and after as their Go type encodes them, so that only
+// walks before and after as their Go type encodes them, so that only
 // defaulting's changes appear, and writes each change where raw lacks it:
-// at the field, or at the first of its parents raw does not have.
+// at the field, or at the first of its parents raw does not have. It walks
+// the Go values rather than their encodings: encoding both to compare them
+// made most of the garbage a review left.
 func defaultsPatch(raw []byte, before, after *cachev1alpha1.MemcachedSpec) ([]jsonpatch.JsonPatchOperation, error) {
-	b, err := tree(before)
-	if err != nil {
-		return nil, err
+	if !isObject(raw) { // no spec, or null
+		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/spec", after)}, nil
 	}
-	a, err := tree(after)
-	if err != nil {
-		return nil, err
-	}
-	var r any
-	if len(raw) > 0 {
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &r); err != nil {
-			return nil, err
-		}
-	}
-	rm, ok := r.(map[string]any)
-	if !ok { // no spec, or null
-		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/spec", a)}, nil
-	}
-	return changes("/spec", rm, b, a), nil
+	return changes("/spec", raw, reflect.ValueOf(before).Elem(), reflect.ValueOf(after).Elem())
 }
 
-// changes are the operations under path that take raw from before to after:
-// raw holds at least the fields before has that the user wrote. Defaulting
-// only sets fields, so there is nothing to remove (the property test holds
-// the patch to the generic defaulter's object, which would show one).
-func changes(path string, raw, before, after map[string]any) []jsonpatch.JsonPatchOperation {
+// changes are the operations under path that take raw from before to after,
+// two structs or two maps with string keys of one type: raw holds at least
+// the members of before that the user wrote. Defaulting only sets fields,
+// so there is nothing to remove (the property test holds the patch to the
+// generic defaulter's object, which would show one).
+func changes(path string, raw []byte, before, after reflect.Value) ([]jsonpatch.JsonPatchOperation, error) {
 	var ops []jsonpatch.JsonPatchOperation
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		av := after[k]
-		bv, inBefore := before[k]
-		if inBefore && reflect.DeepEqual(av, bv) {
-			continue
-		}
-		p := path + "/" + escapePointer(k)
-		am, aMap := av.(map[string]any)
-		bm, bMap := bv.(map[string]any)
-		rm, rMap := raw[k].(map[string]any)
-		if aMap && bMap && rMap {
-			ops = append(ops, changes(p, rm, bm, am)...)
-			continue
+	var members map[string]json.RawMessage
+	change := func(name string, b, a reflect.Value) error {
+		p := path + "/" + escapePointer(name)
+		bc, ac := container(b), container(a)
+		if bc.IsValid() && ac.IsValid() {
+			if members == nil {
+				if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &members); err != nil {
+					return err
+				}
+			}
+			if r := members[name]; isObject(r) {
+				sub, err := changes(p, r, bc, ac)
+				ops = append(ops, sub...)
+				return err
+			}
 		}
 		// "add" replaces a member that exists, as a null one the Go type
 		// dropped.
-		ops = append(ops, jsonpatch.NewOperation("add", p, av))
+		ops = append(ops, jsonpatch.NewOperation("add", p, a.Interface()))
+		return nil
 	}
-	return ops
+	if after.Kind() == reflect.Map {
+		keys := after.MapKeys()
+		slices.SortFunc(keys, func(x, y reflect.Value) int { return strings.Compare(x.String(), y.String()) })
+		for _, k := range keys {
+			b, a := before.MapIndex(k), after.MapIndex(k)
+			if b.IsValid() && same(b, a) {
+				continue
+			}
+			if !b.IsValid() {
+				b = reflect.Zero(a.Type())
+			}
+			if err := change(k.String(), b, a); err != nil {
+				return nil, err
+			}
+		}
+		return ops, nil
+	}
+	for _, f := range fieldsOf(after.Type()) {
+		b, a := before.FieldByIndex(f.index), after.FieldByIndex(f.index)
+		if same(b, a) || f.omitted(a) {
+			continue
+		}
+		if err := change(f.name, b, a); err != nil {
+			return nil, err
+		}
+	}
+	return ops, nil
 }
 
-// tree is spec as its JSON encoding decodes into maps, integers kept whole.
-func tree(spec *cachev1alpha1.MemcachedSpec) (map[string]any, error) {
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
+// same tells whether b and a are deeply equal, without boxing either when
+// both are nil, as most of a spec's optional fields are.
+func same(b, a reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
 	}
-	m := map[string]any{}
-	return m, kjson.UnmarshalCaseSensitivePreserveInts(data, &m)
+	return reflect.DeepEqual(b.Interface(), a.Interface())
+}
+
+// jsonField is a struct field that encoding/json writes as a member.
+type jsonField struct {
+	name                string
+	index               []int
+	omitEmpty, omitZero bool
+}
+
+// omitted tells whether encoding/json leaves the field, holding v, out.
+func (f jsonField) omitted(v reflect.Value) bool {
+	if f.omitZero && v.IsZero() {
+		return true
+	}
+	if !f.omitEmpty {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Struct:
+		return false
+	}
+	return v.IsZero()
+}
+
+var fieldCache sync.Map // reflect.Type → []jsonField
+
+// fieldsOf are the members of struct type t's encoding, with those of its
+// embedded structs that have no name of their own.
+func fieldsOf(t reflect.Type) []jsonField {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]jsonField)
+	}
+	var fs []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" && opts == "" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for _, ef := range fieldsOf(f.Type) {
+				ef.index = append([]int{i}, ef.index...)
+				fs = append(fs, ef)
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		tags := strings.Split(opts, ",")
+		fs = append(fs, jsonField{name: name, index: []int{i},
+			omitEmpty: slices.Contains(tags, "omitempty"), omitZero: slices.Contains(tags, "omitzero")})
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// container is v, through its pointer, when its encoding is a JSON object
+// of its members (a struct or a map with string keys, without an encoding
+// of its own); otherwise the zero Value.
+func container(v reflect.Value) reflect.Value {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+		v = v.Elem()
+	}
+	t := v.Type()
+	for _, tt := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if tt.Implements(marshalerType) || tt.Implements(textMarshalerType) {
+			return reflect.Value{}
+		}
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		return v
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !v.IsNil():
+		return v
+	}
+	return reflect.Value{}
+}
+
+// isObject tells whether raw is a JSON object (not null, nor absent).
+func isObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // escapePointer escapes a key for a JSON pointer (RFC 6901).

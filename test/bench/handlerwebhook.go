@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -26,14 +27,15 @@ func cmdHandlerWebhook(ctx context.Context, args []string) error {
 	certDir := fs.String("cert-dir", "", "Folder with tls.crt and tls.key.")
 	fixed := fs.Bool("fixed", false, "Allow every review instead of running the operator's handlers.")
 	_ = fs.Parse(args)
-	mutate, validate, err := handlerWebhooks(*fixed)
+	hs, err := handlerWebhooks(*fixed)
 	if err != nil {
 		return err
 	}
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}})
-	srv.Register(webhooks.MutatePath, mutate)
-	srv.Register(webhooks.ValidatePath, validate)
+	for path, h := range hs {
+		srv.Register(path, h)
+	}
 	return srv.Start(ctx)
 }
 
@@ -42,19 +44,18 @@ var allowAll = admission.HandlerFunc(func(context.Context, admission.Request) ad
 	return admission.Allowed("")
 })
 
-// handlerWebhooks are the operator's two webhooks as its webhook builder
-// makes them, with its log constructor too; fixed, they allow every review.
-func handlerWebhooks(fixed bool) (mutate, validate *admission.Webhook, err error) {
+// handlerWebhooks are the operator's webhooks by path, as it serves them;
+// fixed, they allow every review.
+func handlerWebhooks(fixed bool) (map[string]http.Handler, error) {
 	s := runtime.NewScheme()
 	if err := cachev1alpha1.AddToScheme(s); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mutate = webhooks.Mutating(operatorDefaults)
-	validate = admission.WithValidator[*cachev1alpha1.Memcached](s,
-		&webhooks.Validator{Limits: policy.Limits{MaxSize: operatorMaxSize}, Defaults: operatorDefaults})
-	validate.LogConstructor = webhooks.RequestLogger
+	hs := webhooks.Handlers(webhooks.Options{Defaults: operatorDefaults, Limits: policy.Limits{MaxSize: operatorMaxSize}}, s)
 	if fixed {
-		mutate.Handler, validate.Handler = allowAll, allowAll
+		for path := range hs {
+			hs[path] = webhooks.Serve(&admission.Webhook{Handler: allowAll})
+		}
 	}
-	return mutate, validate, nil
+	return hs, nil
 }
