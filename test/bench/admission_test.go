@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/example/memcached-operator/webhooks"
 )
 
@@ -225,4 +224,3 @@ func TestLoadAddsTurns(t *testing.T) {
 		t.Errorf("no requests:\n got %+v\nwant %+v", got, want)
 	}
 }
-
