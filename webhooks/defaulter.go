@@ -132,7 +132,7 @@ func changes(path string, raw []byte, before, after reflect.Value) ([]jsonpatch.
 	}
 	for _, f := range fieldsOf(after.Type()) {
 		b, a := before.FieldByIndex(f.index), after.FieldByIndex(f.index)
-		if same(b, a) || f.omitted(a) {
+		if same(b, a) {
 			continue
 		}
 		if err := change(f.name, b, a); err != nil {
@@ -156,26 +156,8 @@ func same(b, a reflect.Value) bool {
 
 // jsonField is a struct field that encoding/json writes as a member.
 type jsonField struct {
-	name                string
-	index               []int
-	omitEmpty, omitZero bool
-}
-
-// omitted tells whether encoding/json leaves the field, holding v, out.
-func (f jsonField) omitted(v reflect.Value) bool {
-	if f.omitZero && v.IsZero() {
-		return true
-	}
-	if !f.omitEmpty {
-		return false
-	}
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Struct:
-		return false
-	}
-	return v.IsZero()
+	name  string
+	index []int
 }
 
 var fieldCache sync.Map // reflect.Type → []jsonField
@@ -203,9 +185,7 @@ func fieldsOf(t reflect.Type) []jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		tags := strings.Split(opts, ",")
-		fs = append(fs, jsonField{name: name, index: []int{i},
-			omitEmpty: slices.Contains(tags, "omitempty"), omitZero: slices.Contains(tags, "omitzero")})
+		fs = append(fs, jsonField{name: name, index: []int{i}})
 	}
 	fieldCache.Store(t, fs)
 	return fs

@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,7 +145,7 @@ func validateTopologySpread(path *field.Path, c *corev1.TopologySpreadConstraint
 			errs = append(errs, field.Invalid(path.Child("minDomains"), *c.MinDomains, "may only be set with whenUnsatisfiable: DoNotSchedule"))
 		}
 	}
-	for name, p := range map[string]*corev1.NodeInclusionPolicy{"nodeAffinityPolicy": c.NodeAffinityPolicy, "nodeTaintsPolicy": c.NodeTaintsPolicy} {
+	for name, p := range inOrder(map[string]*corev1.NodeInclusionPolicy{"nodeAffinityPolicy": c.NodeAffinityPolicy, "nodeTaintsPolicy": c.NodeTaintsPolicy}) {
 		if p != nil && *p != corev1.NodeInclusionPolicyHonor && *p != corev1.NodeInclusionPolicyIgnore {
 			errs = append(errs, field.NotSupported(path.Child(name), *p,
 				[]corev1.NodeInclusionPolicy{corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicyIgnore}))
@@ -204,7 +208,7 @@ func validateAffinity(path *field.Path, a *corev1.Affinity) field.ErrorList {
 			errs = append(errs, validateNodeSelectorTerm(pp.Child("preference"), &p.Preference)...)
 		}
 	}
-	for name, pa := range map[string]podAffinityTerms{"podAffinity": podAffinityOf(a.PodAffinity), "podAntiAffinity": podAntiAffinityOf(a.PodAntiAffinity)} {
+	for name, pa := range inOrder(map[string]podAffinityTerms{"podAffinity": podAffinityOf(a.PodAffinity), "podAntiAffinity": podAntiAffinityOf(a.PodAntiAffinity)}) {
 		pp := path.Child(name)
 		for i := range pa.required {
 			errs = append(errs, validatePodAffinityTerm(pp.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i), &pa.required[i])...)
@@ -307,7 +311,7 @@ func validatePodAffinityTerm(path *field.Path, t *corev1.PodAffinityTerm) field.
 		}
 	}
 	keys := sets.New[string]()
-	for name, list := range map[string][]string{"matchLabelKeys": t.MatchLabelKeys, "mismatchLabelKeys": t.MismatchLabelKeys} {
+	for name, list := range inOrder(map[string][]string{"matchLabelKeys": t.MatchLabelKeys, "mismatchLabelKeys": t.MismatchLabelKeys}) {
 		for i, k := range list {
 			kp := path.Child(name).Index(i)
 			errs = append(errs, validateQualifiedName(kp, k)...)
@@ -333,8 +337,8 @@ func validateResources(path *field.Path, r *corev1.ResourceRequirements) field.E
 	if len(r.Claims) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("claims"), "memcached pods do not use dynamic resource claims"))
 	}
-	for kind, list := range map[string]corev1.ResourceList{"limits": r.Limits, "requests": r.Requests} {
-		for name, q := range list {
+	for kind, list := range inOrder(map[string]corev1.ResourceList{"limits": r.Limits, "requests": r.Requests}) {
+		for name, q := range inOrder(list) {
 			p := path.Child(kind).Key(string(name))
 			switch {
 			case !allowedResources.Has(name):
@@ -344,11 +348,23 @@ func validateResources(path *field.Path, r *corev1.ResourceRequirements) field.E
 			}
 		}
 	}
-	for name, req := range r.Requests {
+	for name, req := range inOrder(r.Requests) {
 		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
 			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to the %s limit (%s)", name, limit.String())))
 		}
 	}
 	return errs
+}
+
+// inOrder ranges over m by its keys in order, so that a spec's errors come
+// in the same order, on the same fields, at every review of it.
+func inOrder[K cmp.Ordered, V any](m map[K]V) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/apis/cache/v1alpha1"
+	"github.com/example/memcached-operator/internal/policy"
 	"github.com/example/memcached-operator/webhooks"
 )
 
@@ -202,18 +203,20 @@ func admissionReviews(ns string) ([][]byte, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: "direct", Namespace: ns},
 		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
 	}
-	raw, err := json.Marshal(mc)
-	if err != nil {
-		return nil, err
-	}
-	review := func(uid string) ([]byte, error) {
+	defaulted := mc.DeepCopy()
+	policy.DefaultCreate(&defaulted.Spec, operatorDefaults)
+	review := func(uid string, obj *cachev1alpha1.Memcached) ([]byte, error) {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
 		return json.Marshal(&admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Request: &admissionv1.AdmissionRequest{
 				UID:       types.UID(uid),
 				Kind:      metav1.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"},
 				Resource:  metav1.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"},
-				Name:      mc.Name,
+				Name:      obj.Name,
 				Namespace: ns,
 				Operation: admissionv1.Create,
 				Object:    runtime.RawExtension{Raw: raw},
@@ -222,11 +225,11 @@ func admissionReviews(ns string) ([][]byte, error) {
 			},
 		})
 	}
-	m, err := review("bench-mutate")
+	m, err := review("bench-mutate", mc)
 	if err != nil {
 		return nil, err
 	}
-	v, err := review("bench-validate")
+	v, err := review("bench-validate", defaulted)
 	if err != nil {
 		return nil, err
 	}

@@ -54,24 +54,34 @@ func TestFixedAnswerOnTheServerAllowsWithTheUID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest(http.MethodPost, webhooks.MutatePath, strings.NewReader(string(reviews[0])))
-		r.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		hs[webhooks.MutatePath].ServeHTTP(w, r)
-		var out struct {
-			Response struct {
-				UID     string `json:"uid"`
-				Allowed bool   `json:"allowed"`
-				Patch   []byte `json:"patch"`
-			} `json:"response"`
-		}
-		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-			t.Fatalf("%v: %s", err, w.Body.String())
-		}
-		if out.Response.UID != "bench-mutate" || !out.Response.Allowed || (out.Response.Patch == nil) != fixed {
-			t.Errorf("fixed %t: answer %s", fixed, w.Body.String())
+		out, body := mutate(t, hs, reviews[0])
+		if out.UID != "bench-mutate" || !out.Allowed || (out.Patch == nil) != fixed {
+			t.Errorf("fixed %t: answer %s", fixed, body)
 		}
 	}
+}
+
+type reviewAnswer struct {
+	UID     string `json:"uid"`
+	Allowed bool   `json:"allowed"`
+	Patch   []byte `json:"patch"`
+}
+
+// mutate posts review to the mutating webhook of hs: its answer, and the
+// body it came in.
+func mutate(t *testing.T, hs map[string]http.Handler, review []byte) (reviewAnswer, string) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, webhooks.MutatePath, strings.NewReader(string(review)))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	hs[webhooks.MutatePath].ServeHTTP(w, r)
+	var out struct {
+		Response reviewAnswer `json:"response"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%v: %s", err, w.Body.String())
+	}
+	return out.Response, w.Body.String()
 }
 
 // The webhook's p99 is set beside the cheapest webhook's at the same rate.
@@ -222,5 +232,28 @@ func TestLoadAddsTurns(t *testing.T) {
 	}
 	if got, want := (&load{}).result(pathFloor, 50), (admissionResult{Path: pathFloor, Rate: 50}); !reflect.DeepEqual(got, want) {
 		t.Errorf("no requests:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// The validating endpoint's review is already defaulted, as the API server
+// sends it after the mutating webhook: the operator's defaulting finds
+// nothing to add to it, and does to the mutating one's.
+func TestValidateReviewIsDefaulted(t *testing.T) {
+	reviews, err := admissionReviews("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := handlerWebhooks(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wantPatch := range []bool{true, false} {
+		out, body := mutate(t, hs, reviews[i])
+		if !out.Allowed {
+			t.Fatalf("review %d refused: %s", i, body)
+		}
+		if (len(out.Patch) > 0) != wantPatch {
+			t.Errorf("review %d: patch %s, want one: %t", i, out.Patch, wantPatch)
+		}
 	}
 }
