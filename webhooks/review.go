@@ -24,9 +24,9 @@ const maxReviewBytes = 7 << 20
 // recovery and the request's logger through wh.Handle, the review's version
 // echoed) with less garbage a request: the body is read into a reused
 // buffer and the review decoded once, into its Go type, where
-// controller-runtime grows a new buffer and decodes twice. A webhook's
-// latency tail is mostly the collector's work, so bytes allocated a
-// request are what it costs.
+// controller-runtime grows a new buffer and decodes twice. The collector
+// runs once per so many bytes allocated, and reviews that arrive while it
+// runs wait longer, so a review's bytes show in the webhook's tail.
 func Serve(wh *admission.Webhook) http.Handler { return &reviewServer{wh: wh} }
 
 type reviewServer struct{ wh *admission.Webhook }
