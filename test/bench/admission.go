@@ -76,6 +76,33 @@ type admissionResult struct {
 	// APIServerWebhookCalls is, for the dry-run path, the API server's own
 	// measure of each webhook call (its histogram's first bucket is 5 ms).
 	APIServerWebhookCalls map[string]string `json:"apiServerWebhookCalls,omitempty"`
+	// Collector is, for the operator's endpoint, what the operator's
+	// garbage collector did during the step.
+	Collector *collectorUse `json:"collector,omitempty"`
+}
+
+// collectorUse is the work of a Go process's garbage collector over a time,
+// from its runtime metrics: a review that arrives while the collector marks
+// a heap of caches waits longer than one that arrives in a process with none.
+type collectorUse struct {
+	Cycles     int     `json:"cycles"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// operatorCollector reads the operator's collector counters. By the
+// admission step the operator has collected many times, so a zero is a
+// counter missing from its metrics.
+func (b *bench) operatorCollector(ctx context.Context) (collectorUse, error) {
+	var use collectorUse
+	cycles, err := b.op.metric(ctx, "go_gc_cycles_total_gc_cycles_total")
+	if err == nil {
+		use.Cycles = int(cycles)
+		use.CPUSeconds, err = b.op.metric(ctx, "go_cpu_classes_gc_total_cpu_seconds_total")
+	}
+	if err == nil && (use.Cycles == 0 || use.CPUSeconds == 0) {
+		err = fmt.Errorf("the operator's metrics lack the collector's counters (cycles %d, CPU %g s)", use.Cycles, use.CPUSeconds)
+	}
+	return use, err
 }
 
 // admission sends requests at each rate for the step's duration, open loop:
@@ -149,13 +176,22 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 		for _, path := range servers {
 			loads[path] = &load{}
 		}
+		gcBefore, gcErr := b.operatorCollector(ctx)
 		for done := time.Duration(0); done < b.f.admissionDuration; done += b.f.admissionTurn {
 			for _, path := range servers {
 				loads[path].add(openLoop(ctx, rate, min(b.f.admissionTurn, b.f.admissionDuration-done), paths[path]))
 			}
 		}
+		gcAfter, err := b.operatorCollector(ctx)
+		if err = errors.Join(gcErr, err); err != nil {
+			return err
+		}
 		for _, path := range servers {
-			b.addAdmission(loads[path].result(path, rate))
+			res := loads[path].result(path, rate)
+			if path == pathDirect {
+				res.Collector = &collectorUse{Cycles: gcAfter.Cycles - gcBefore.Cycles, CPUSeconds: gcAfter.CPUSeconds - gcBefore.CPUSeconds}
+			}
+			b.addAdmission(res)
 		}
 	}
 	warm(pathDryRun)
@@ -171,8 +207,12 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 }
 
 func (b *bench) addAdmission(res admissionResult) {
-	logf("admission %s at %d/s: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms %v",
-		res.Path, res.Rate, res.Requests, res.Errors, res.P50Ms, res.P99Ms, res.APIServerWebhookCalls)
+	gc := ""
+	if c := res.Collector; c != nil {
+		gc = fmt.Sprintf(", the operator's collector %d cycles, %.0f CPU ms", c.Cycles, c.CPUSeconds*1000)
+	}
+	logf("admission %s at %d/s: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms%s %v",
+		res.Path, res.Rate, res.Requests, res.Errors, res.P50Ms, res.P99Ms, gc, res.APIServerWebhookCalls)
 	b.res.Admission = append(b.res.Admission, res)
 }
 

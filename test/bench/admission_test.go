@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,12 @@ func TestFloorNote(t *testing.T) {
 	}
 	all = append(all, admissionResult{Path: pathServer, Rate: 200, P50Ms: 0.6, P99Ms: 2.25}, admissionResult{Path: pathServer, Rate: 50, P50Ms: 7, P99Ms: 7})
 	if got, want := floorNote(all, direct), "cheapest webhook 2.00 ms, p50 1.00 against 0.50 ms: 1.50 × its p99; a fixed answer on controller-runtime's server 2.25 ms (p50 0.60); the operator's handlers alone 2.50 ms (p50 0.75)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// What the operator's collector did in the step, when it was read.
+	collected := direct
+	collected.Collector = &collectorUse{Cycles: 3, CPUSeconds: 0.1804}
+	if got, want := floorNote(all, collected), "cheapest webhook 2.00 ms, p50 1.00 against 0.50 ms: 1.50 × its p99; a fixed answer on controller-runtime's server 2.25 ms (p50 0.60); the operator's handlers alone 2.50 ms (p50 0.75); the operator's garbage collector ran 3 times in the step, 180 CPU ms"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	// With a second copy the note's figure is the mean the target judges by.
@@ -255,5 +262,27 @@ func TestValidateReviewIsDefaulted(t *testing.T) {
 		if (len(out.Patch) > 0) != wantPatch {
 			t.Errorf("review %d: patch %s, want one: %t", i, out.Patch, wantPatch)
 		}
+	}
+}
+
+// The collector's counters are read from the operator's metrics as
+// controller-runtime's registry names them; a page without them is an
+// error, not a step in which the collector never ran.
+func TestOperatorCollectorReadsTheRuntimeCounters(t *testing.T) {
+	page := "# TYPE go_gc_cycles_total_gc_cycles_total counter\ngo_gc_cycles_total_gc_cycles_total 412\n" +
+		"# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter\ngo_cpu_classes_gc_total_cpu_seconds_total 3.25\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(page)) }))
+	defer srv.Close()
+	port, err := strconv.Atoi(srv.URL[strings.LastIndexByte(srv.URL, ':')+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{op: &operatorProc{metricsPort: port}}
+	if got, err := b.operatorCollector(context.Background()); err != nil || got != (collectorUse{Cycles: 412, CPUSeconds: 3.25}) {
+		t.Errorf("got %+v, %v", got, err)
+	}
+	page = "go_gc_duration_seconds_count 412\n"
+	if got, err := b.operatorCollector(context.Background()); err == nil {
+		t.Errorf("without the runtime's counters: %+v and no error", got)
 	}
 }

@@ -442,6 +442,9 @@ func floorNote(all []admissionResult, a admissionResult) string {
 			note += fmt.Sprintf("; the operator's handlers alone %.2f ms (p50 %.2f)", h.P99Ms, h.P50Ms)
 		}
 	}
+	if c := a.Collector; note != "" && c != nil {
+		note += fmt.Sprintf("; the operator's garbage collector ran %d times in the step, %.0f CPU ms", c.Cycles, c.CPUSeconds*1000)
+	}
 	return note
 }
 
