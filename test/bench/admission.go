@@ -63,8 +63,11 @@ const (
 const maxInFlight = 512
 
 type admissionResult struct {
-	Path         string  `json:"path"`
-	Rate         int     `json:"rate"`
+	Path string `json:"path"`
+	Rate int    `json:"rate"`
+	// Step counts the rate steps before this one: the servers loaded in
+	// the same step took turns, and only they are compared.
+	Step         int     `json:"step,omitempty"`
 	AchievedRate float64 `json:"achievedRate"`
 	Requests     int     `json:"requests"`
 	Errors       int     `json:"errors"`
@@ -171,7 +174,7 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 	for _, path := range servers {
 		warm(path)
 	}
-	for _, rate := range rates {
+	for step, rate := range rates {
 		loads := map[string]*load{}
 		for _, path := range servers {
 			loads[path] = &load{}
@@ -188,6 +191,7 @@ func (b *bench) admission(ctx context.Context, _ string) error {
 		}
 		for _, path := range servers {
 			res := loads[path].result(path, rate)
+			res.Step = step
 			if path == pathDirect {
 				res.Collector = &collectorUse{Cycles: gcAfter.Cycles - gcBefore.Cycles, CPUSeconds: gcAfter.CPUSeconds - gcBefore.CPUSeconds}
 			}

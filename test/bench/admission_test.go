@@ -286,3 +286,25 @@ func TestOperatorCollectorReadsTheRuntimeCounters(t *testing.T) {
 		t.Errorf("without the runtime's counters: %+v and no error", got)
 	}
 }
+
+// When a rate is measured in several steps, each webhook row is judged
+// against the cheapest webhook of its own step, the servers it took turns
+// with.
+func TestWebhookRowsCompareTheirOwnStep(t *testing.T) {
+	r := &results{Admission: []admissionResult{
+		{Path: pathDirect, Rate: 200, P99Ms: 3}, {Path: pathFloor, Rate: 200, P99Ms: 1}, {Path: pathFloorCopy, Rate: 200, P99Ms: 3},
+		{Path: pathDirect, Rate: 200, Step: 1, P99Ms: 3}, {Path: pathFloor, Rate: 200, Step: 1, P99Ms: 3}, {Path: pathFloorCopy, Rate: 200, Step: 1, P99Ms: 3},
+	}}
+	r.evaluate()
+	var got []string
+	for _, tg := range r.Targets {
+		switch tg.Name {
+		case "admission p99 at 200/s: webhook endpoint / cheapest webhook", "admission p99 at 200/s: cheapest webhook / its second copy":
+			got = append(got, tg.Value)
+		}
+	}
+	want := []string{"1.50 (3.00 / 2.00 ms, the mean of 1.00 and 3.00)", "0.33 (1.00 / 3.00 ms)", "1.00 (3.00 / 3.00 ms, the mean of 3.00 and 3.00)", "1.00 (3.00 / 3.00 ms)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

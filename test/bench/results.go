@@ -372,7 +372,7 @@ func (r *results) evaluate() {
 func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *bool) target {
 	t := target{Name: "admission p99 at 200/s: webhook endpoint / cheapest webhook", Value: fmt.Sprintf("%.2f ms", a.P99Ms),
 		Limit: "reported", Note: floorNote(all, a)}
-	floor, copies := floorP99(all, a.Rate)
+	floor, copies := floorP99(all, a)
 	if floor == 0 {
 		return t
 	}
@@ -388,11 +388,11 @@ func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *
 // floorP99 is the cheapest webhook's p99 at rate: the mean of its copies',
 // which measure the same nothing, so that the mean halves what chance adds
 // to a ratio's denominator; 0 when none was measured.
-func floorP99(all []admissionResult, rate int) (float64, []float64) {
+func floorP99(all []admissionResult, a admissionResult) (float64, []float64) {
 	var copies []float64
 	for _, path := range []string{pathFloor, pathFloorCopy} {
 		for _, f := range all {
-			if f.Path == path && f.Rate == rate && f.P99Ms > 0 {
+			if f.Path == path && sameStep(f, a) && f.P99Ms > 0 {
 				copies = append(copies, f.P99Ms)
 			}
 		}
@@ -407,12 +407,16 @@ func floorP99(all []admissionResult, rate int) (float64, []float64) {
 	return sum / float64(len(copies)), copies
 }
 
+// sameStep says whether two results were measured in the same turns: the
+// same rate, and the same step when a rate is measured more than once.
+func sameStep(a, b admissionResult) bool { return a.Rate == b.Rate && a.Step == b.Step }
+
 // floorSpread reports the cheapest webhook's p99 over its second copy's in
 // the same turns: two processes doing the same nothing, so how far from 1.0
 // it lands is how much of a webhook ratio this run can owe to chance.
 func floorSpread(all []admissionResult, c admissionResult) (target, bool) {
 	for _, f := range all {
-		if f.Path == pathFloor && f.Rate == c.Rate && f.P99Ms > 0 && c.P99Ms > 0 {
+		if f.Path == pathFloor && sameStep(f, c) && f.P99Ms > 0 && c.P99Ms > 0 {
 			return target{Name: "admission p99 at 200/s: cheapest webhook / its second copy",
 				Value: fmt.Sprintf("%.2f (%.2f / %.2f ms)", f.P99Ms/c.P99Ms, f.P99Ms, c.P99Ms), Limit: "reported",
 				Note: "the same server twice in the same turns: a webhook ratio this far from 1.0 is chance"}, true
@@ -425,20 +429,20 @@ func floorSpread(all []admissionResult, c admissionResult) (target, bool) {
 // same rate in the same run, which is what the machine itself costs.
 func floorNote(all []admissionResult, a admissionResult) string {
 	note := ""
-	if floor, _ := floorP99(all, a.Rate); floor > 0 {
+	if floor, _ := floorP99(all, a); floor > 0 {
 		for _, f := range all {
-			if f.Path == pathFloor && f.Rate == a.Rate {
+			if f.Path == pathFloor && sameStep(f, a) {
 				note = fmt.Sprintf("cheapest webhook %.2f ms, p50 %.2f against %.2f ms: %.2f × its p99", floor, a.P50Ms, f.P50Ms, a.P99Ms/floor)
 			}
 		}
 	}
 	for _, h := range all {
-		if note != "" && h.Path == pathServer && h.Rate == a.Rate && h.P99Ms > 0 {
+		if note != "" && h.Path == pathServer && sameStep(h, a) && h.P99Ms > 0 {
 			note += fmt.Sprintf("; a fixed answer on controller-runtime's server %.2f ms (p50 %.2f)", h.P99Ms, h.P50Ms)
 		}
 	}
 	for _, h := range all {
-		if note != "" && h.Path == pathHandlers && h.Rate == a.Rate && h.P99Ms > 0 {
+		if note != "" && h.Path == pathHandlers && sameStep(h, a) && h.P99Ms > 0 {
 			note += fmt.Sprintf("; the operator's handlers alone %.2f ms (p50 %.2f)", h.P99Ms, h.P50Ms)
 		}
 	}
