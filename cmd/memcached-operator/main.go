@@ -105,7 +105,7 @@ func main() {
 	fs.BoolVar(&o.platformAssignsUIDs, "platform-assigns-uids", false, "Leave the UID and GID of fleets that set no spec.runAsUser to the platform (OpenShift's restricted-v2 SCC assigns them from the namespace's range) instead of 11211. Changing it replaces those fleets' pods.")
 	fs.StringVar(&o.exporterImage, "exporter-image", "", "Image of the exporter sidecar (it runs /memcached-exporter) when a fleet enables it without one; the chart passes the operator's own image.")
 	fs.StringVar(&o.memoryTarget, "memory-target", "", "Heap size the garbage collector aims to stay under (a soft limit, like GOMEMLIMIT, which wins when set): a quantity such as 200Mi, or a percentage of --memory-limit; the chart passes 90%. Empty or 0: none.")
-	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "How far the heap may grow past the largest live heap since the start before the garbage collector runs, in percent; while less is live the heap may fill the same room, up to twice what is live (GOGC, which wins when set, is a fixed growth past what is live). Lower trades CPU for memory.")
+	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "How far the heap may grow past what is live before the garbage collector runs, in percent (GOGC, which wins when set); lower trades CPU for memory.")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "The container's memory limit, which a percentage --memory-target is a share of; the chart passes it through the downward API.")
 	fs.StringVar(&o.certs.management, "webhook-cert-management", "files", "Where the webhook certificate comes from: files (tls.crt and tls.key in --webhook-cert-dir, from cert-manager or a mounted Secret) or operator (the operator keeps a CA and serving certificate in --webhook-cert-secret and the CA in both webhook configurations' caBundle).")
 	fs.StringVar(&o.certs.namespace, "webhook-cert-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of --webhook-cert-secret (operator mode); defaults to $POD_NAMESPACE.")
@@ -267,12 +267,8 @@ func run(o options) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 
-	ctx := ctrl.SetupSignalHandler()
-	if !gogcSet {
-		go newGCTuner(o.gcPercent).run(ctx, time.Second)
-	}
 	ctrl.Log.Info("Starting manager", "watchNamespaces", o.watchNamespaces, "webhooks", o.enableWebhooks, "maxSize", o.maxSize)
-	return mgr.Start(ctx)
+	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 func newRotator(cfg *rest.Config, o certOptions) (*webhookcert.Rotator, error) {

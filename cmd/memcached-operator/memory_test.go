@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"math"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
-	"time"
 )
 
 func TestMemoryTarget(t *testing.T) {
@@ -64,58 +60,5 @@ func TestApplyGCPercent(t *testing.T) {
 	applyGCPercent(defaultGCPercent, false)
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("GC percent %d, want %d", got, defaultGCPercent)
-	}
-}
-
-func TestGCPercentFor(t *testing.T) {
-	for _, c := range []struct {
-		live, peak uint64
-		percent    int
-		want       int
-	}{
-		// At the peak, or before any collection, the flag's growth.
-		{37, 37, 50, 50}, {0, 0, 50, 50}, {0, 37, 50, 50},
-		// Below it, the room the peak took: 37 × 1.5 = 55.5 past 28 live.
-		{28, 37, 50, 98},
-		// Never more than Go's default past what is live.
-		{18, 37, 50, 100}, {1, 1 << 30, 50, 100},
-		// Never less than the flag's, whatever the flag.
-		{36, 37, 50, 54}, {30, 37, 20, 48}, {50, 37, 50, 50},
-	} {
-		if got := gcPercentFor(c.live, c.peak, c.percent); got != c.want {
-			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.live, c.peak, c.percent, got, c.want)
-		}
-	}
-}
-
-// held is live across a collection while the test holds it.
-var held []byte
-
-// After the live heap falls from its peak, the tuner lets the heap fill the
-// room the peak took; while it is at its peak, the flag's growth holds.
-func TestGCTunerRaisesTheGrowthBelowThePeak(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(defaultGCPercent))
-	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	read := func() int { metrics.Read(gogc); return int(gogc[0].Value.Uint64()) }
-
-	held = make([]byte, 64<<20)
-	runtime.GC()
-	tuner := newGCTuner(defaultGCPercent)
-	runtime.GC()
-	tuner.observe()
-	if got := read(); got != defaultGCPercent {
-		t.Fatalf("at the peak the growth is %d, want %d", got, defaultGCPercent)
-	}
-	held = nil
-	runtime.GC()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go tuner.run(ctx, 5*time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for read() != maxGCPercent {
-		if time.Now().After(deadline) {
-			t.Fatalf("the growth stayed %d with the live heap far below its peak", read())
-		}
-		runtime.Gosched()
 	}
 }
