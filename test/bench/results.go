@@ -385,7 +385,7 @@ func webhookTarget(all []admissionResult, a admissionResult, timing func(bool) *
 	return t
 }
 
-// floorP99 is the cheapest webhook's p99 at rate: the mean of its copies',
+// floorP99 is the cheapest webhook's p99 in a's turns: the mean of its copies',
 // which measure the same nothing, so that the mean halves what chance adds
 // to a ratio's denominator; 0 when none was measured.
 func floorP99(all []admissionResult, a admissionResult) (float64, []float64) {
